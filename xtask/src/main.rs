@@ -1,0 +1,128 @@
+//! `cargo xtask`: the project's automation, one small binary.
+//!
+//! `cargo xtask test` is what CI runs: formatting, clippy with warnings denied, the whole test
+//! suite under nextest, and the core built for `wasm32-unknown-unknown`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+const HELP: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  test     fmt check, clippy (warnings denied), nextest over the workspace, core for wasm32
+  bench    run the criterion benchmarks (extra arguments go to cargo bench)
+  wasm     build capabilities-core for wasm32-unknown-unknown
+";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    std::env::set_current_dir(&root).with_context(|| format!("entering {}", root.display()))?;
+    match args.first().map(String::as_str) {
+        Some("test") => test(),
+        Some("bench") => bench(&args[1..]),
+        Some("wasm") => wasm(),
+        Some("-h" | "--help" | "help") | None => {
+            eprint!("{HELP}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command `{other}`\n\n{HELP}"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace").to_owned()
+}
+
+fn test() -> Result<()> {
+    step("format", cargo(&["fmt", "--all", "--check"]))?;
+    step("clippy", cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
+    ensure_nextest()?;
+    step("tests", cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]))?;
+    wasm()
+}
+
+fn wasm() -> Result<()> {
+    ensure_wasm_target()?;
+    step(
+        "core for wasm32",
+        cargo(&["build", "--locked", "-p", "capabilities-core", "--target", WASM_TARGET]),
+    )?;
+    step(
+        "clippy core for wasm32",
+        cargo(&[
+            "clippy",
+            "--locked",
+            "-p",
+            "capabilities-core",
+            "--target",
+            WASM_TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )
+}
+
+fn bench(extra: &[String]) -> Result<()> {
+    let mut cmd = cargo(&["bench", "--locked", "--workspace"]);
+    cmd.args(extra);
+    step("bench", cmd)
+}
+
+fn cargo(args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    cmd.args(args);
+    cmd
+}
+
+fn step(name: &str, mut cmd: Command) -> Result<()> {
+    eprintln!("xtask: ── {name} ──");
+    let started = Instant::now();
+    let status = cmd.status().with_context(|| format!("starting {name}"))?;
+    let secs = started.elapsed().as_secs_f32();
+    if !status.success() {
+        bail!("{name} failed ({status}) after {secs:.1}s");
+    }
+    eprintln!("xtask: {name} ok in {secs:.1}s");
+    Ok(())
+}
+
+fn ensure_nextest() -> Result<()> {
+    let found =
+        Command::new("cargo").args(["nextest", "--version"]).output().is_ok_and(|o| o.status.success());
+    if found {
+        return Ok(());
+    }
+    eprintln!("xtask: cargo-nextest is missing; installing it from crates.io");
+    step("install cargo-nextest", cargo(&["install", "--locked", "cargo-nextest"]))
+}
+
+fn ensure_wasm_target() -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .context("rustup is needed to add the wasm32 target")?;
+    if String::from_utf8_lossy(&installed.stdout).lines().any(|l| l.trim() == WASM_TARGET) {
+        return Ok(());
+    }
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", WASM_TARGET]);
+    step("add wasm32 target", add)
+}
