@@ -1,11 +1,16 @@
 //! The portable domain of the capabilities hub.
 //!
 //! Everything here is pure: no I/O, no clock, no threads, no environment. Time, randomness and
-//! effects come in as arguments or through the traits in [`ports`]. The crate builds for
-//! `x86_64` and for `wasm32-unknown-unknown`, because the hosted hub runs this same code inside a
-//! Cloudflare Worker. `core/clippy.toml` makes that boundary mechanical.
+//! effects come in as arguments or through ports. The crate builds for `x86_64` and for
+//! `wasm32-unknown-unknown`, because the hosted hub runs this same code inside a Cloudflare
+//! Worker. `core/clippy.toml` makes that boundary mechanical.
 #![forbid(unsafe_code)]
 
 pub mod address;
 pub mod canonical;
+pub mod limits;
 pub mod manifest;
+pub mod policy;
+pub mod surface;
+pub mod tokens;
+pub mod typegen;

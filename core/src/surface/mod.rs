@@ -1,0 +1,2 @@
+//! The MCP surface: the three tools (`search`, `describe`, `execute`), their arguments and the
+//! text and envelopes they return. The only module that knows MCP's wire shapes.
