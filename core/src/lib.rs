@@ -8,6 +8,7 @@
 
 pub mod address;
 pub mod canonical;
+pub mod catalog;
 pub mod limits;
 pub mod manifest;
 pub mod policy;
