@@ -12,6 +12,8 @@ pub mod catalog;
 pub mod limits;
 pub mod manifest;
 pub mod policy;
+pub mod ports;
+pub mod sandbox;
 pub mod surface;
 pub mod tokens;
 pub mod typegen;
