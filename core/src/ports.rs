@@ -31,7 +31,11 @@ mod send {
 pub use send::{MaybeSend, MaybeSync};
 
 /// A boxed future that is `Send` where the target has threads.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + MaybeSend + 'a>>;
+#[cfg(not(target_arch = "wasm32"))]
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future that is `Send` where the target has threads.
+#[cfg(target_arch = "wasm32")]
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
 /// A boxed future that never needs to be `Send` (the sandbox holds a JS runtime).
 pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
