@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::limits::Limits;
-use crate::ports::{BoxFuture, LocalBoxFuture, MaybeSend, MaybeSync};
+use crate::ports::LocalBoxFuture;
 
 /// One namespace as the guest sees it: a frozen global whose members are these identifiers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,10 +77,11 @@ pub enum GuestReply {
     Suspend,
 }
 
-/// The host side of the guest's only way out. Implemented by the run engine.
-pub trait Bridge: MaybeSend + MaybeSync {
+/// The host side of the guest's only way out. Implemented by the run engine, which runs on the
+/// same thread as the driver, so nothing here needs to be `Send`.
+pub trait Bridge {
     /// A tool call. Calls may be in flight concurrently; the driver polls their futures.
-    fn call(&self, call: GuestCall) -> BoxFuture<'_, GuestReply>;
+    fn call(&self, call: GuestCall) -> LocalBoxFuture<'_, GuestReply>;
     /// `hub.search(query, { namespace, limit })` from inside code: the same text `search` gives.
     fn search(&self, args: Value) -> Result<String, String>;
     /// `hub.describe(target)` from inside code: the same text `describe` gives.
