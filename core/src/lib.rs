@@ -7,13 +7,16 @@
 #![forbid(unsafe_code)]
 
 pub mod address;
+pub mod approval;
 pub mod canonical;
 pub mod catalog;
 pub mod limits;
 pub mod manifest;
 pub mod policy;
 pub mod ports;
+pub mod run;
 pub mod sandbox;
 pub mod surface;
 pub mod tokens;
 pub mod typegen;
+pub mod upstream;

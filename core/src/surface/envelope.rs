@@ -1,0 +1,253 @@
+//! The envelope `execute` returns: where the run stands, its result or error, logs, the calls it
+//! made and what it waits for — with result and logs held to one inline budget.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::approval::PendingKind;
+use crate::limits::Limits;
+use crate::run::{RunError, RunRecord, RunStatus};
+
+/// Calls listed in one envelope; the rest are counted in a notice.
+pub const MAX_LISTED_CALLS: usize = 100;
+
+/// One call the run made, for the envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallSummary {
+    pub address: String,
+    pub ok: bool,
+    pub ms: u64,
+}
+
+/// Something the run waits for, as the model sees it. Never a URL or a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingSummary {
+    pub id: String,
+    pub kind: PendingKind,
+    pub address: String,
+    pub summary: String,
+    pub message: String,
+}
+
+/// Which channels were cut to fit the inline budget.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Truncated {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub result: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub logs: bool,
+}
+
+/// The result of `execute`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    pub run_id: String,
+    /// `completed`, `failed`, `awaiting_approval`, `awaiting_connection` or `cancelled`.
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<String>,
+    pub calls: Vec<CallSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncated>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+}
+
+impl Envelope {
+    pub fn from_run(run: &RunRecord, mut calls: Vec<CallSummary>, limits: &Limits) -> Envelope {
+        let mut notices = run.notices.clone();
+        if calls.len() > MAX_LISTED_CALLS {
+            let hidden = calls.len() - MAX_LISTED_CALLS;
+            calls.drain(..hidden);
+            notices.push(format!("{hidden} earlier calls are not listed"));
+        }
+        let status = match run.status {
+            RunStatus::Completed => "completed",
+            RunStatus::Failed | RunStatus::Expired => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Running => "running",
+            RunStatus::AwaitingInput => {
+                if run.pending.iter().any(|p| p.kind == PendingKind::Approval) {
+                    "awaiting_approval"
+                } else {
+                    "awaiting_connection"
+                }
+            }
+        };
+        let pending = run
+            .pending
+            .iter()
+            .map(|p| PendingSummary {
+                id: p.id.clone(),
+                kind: p.kind,
+                address: p.address.clone(),
+                summary: p.summary.clone(),
+                message: match p.kind {
+                    PendingKind::Approval => format!(
+                        "needs a person's approval ({}). Tell the user; they can approve on the page the hub \
+                         opened or with `capabilities hub approve {}`. Then call execute with {{\"resume\": \"{}\"}}.",
+                        p.reason, run.id, run.id
+                    ),
+                    PendingKind::Connection => format!(
+                        "{}. Tell the user, then call execute with {{\"resume\": \"{}\"}}. Never ask for the credential in chat.",
+                        p.reason, run.id
+                    ),
+                },
+            })
+            .collect();
+        let (result, logs, truncated) =
+            fit_budget(run.output.result.as_ref(), &run.output.logs, limits.inline_result_bytes);
+        let truncated = Truncated { logs: truncated.logs || run.output.logs_truncated, ..truncated };
+        Envelope {
+            run_id: run.id.clone(),
+            status,
+            result,
+            error: run.output.error.clone(),
+            logs,
+            calls,
+            pending,
+            truncated: (truncated.result || truncated.logs).then_some(truncated),
+            notices,
+        }
+    }
+
+    pub fn unknown_run(run_id: &str) -> Envelope {
+        Envelope::failure(
+            run_id,
+            RunError::new(
+                "unknown_run",
+                format!("there is no run `{}`", clip(run_id, 80)),
+                Some("resume takes the runId of an earlier execute; runs are kept for 7 days"),
+            ),
+        )
+    }
+
+    pub fn store_failure(run_id: &str, message: &str) -> Envelope {
+        Envelope::failure(
+            run_id,
+            RunError::new(
+                "store_failed",
+                format!("the hub could not read or write its store: {message}"),
+                Some("the user can run `capabilities hub doctor`"),
+            ),
+        )
+    }
+
+    pub fn failure(run_id: &str, error: RunError) -> Envelope {
+        Envelope {
+            run_id: run_id.to_owned(),
+            status: "failed",
+            result: None,
+            error: Some(error),
+            logs: Vec::new(),
+            calls: Vec::new(),
+            pending: Vec::new(),
+            truncated: None,
+            notices: Vec::new(),
+        }
+    }
+
+    /// The envelope as JSON.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// One compact line of JSON, the text form clients that ignore structured content read.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Fits result and logs into `budget` bytes of JSON together. The result has priority; logs keep
+/// their first lines. A result that does not fit becomes a string preview of its JSON.
+fn fit_budget(
+    result: Option<&Value>,
+    logs: &[String],
+    budget: usize,
+) -> (Option<Value>, Vec<String>, Truncated) {
+    let mut truncated = Truncated::default();
+    let result_json = result.map(|v| serde_json::to_string(v).unwrap_or_default());
+    let result_len = result_json.as_ref().map_or(0, String::len);
+    let logs_len: usize = logs.iter().map(|l| l.len() + 3).sum();
+    if result_len + logs_len <= budget {
+        return (result.cloned(), logs.to_vec(), truncated);
+    }
+    // Logs get up to a quarter of the budget when the result needs the rest.
+    let log_share = if result_len > budget * 3 / 4 { budget / 4 } else { budget - result_len };
+    let mut kept_logs = Vec::new();
+    let mut used = 0;
+    for line in logs {
+        let cost = line.len() + 3;
+        if used + cost > log_share {
+            let room = log_share.saturating_sub(used + 3);
+            if room > 16 {
+                kept_logs.push(format!("{}…", clip_bytes(line, room - 3)));
+            }
+            truncated.logs = true;
+            break;
+        }
+        used += cost;
+        kept_logs.push(line.clone());
+    }
+    let result_room = budget.saturating_sub(used);
+    let result = match (result, result_json) {
+        (Some(value), Some(json)) if json.len() > result_room => {
+            truncated.result = true;
+            let preview = clip_bytes(&json, result_room.saturating_sub(64));
+            let _ = value;
+            Some(Value::String(format!(
+                "{preview}… [result cut at {} of {} bytes]",
+                preview.len(),
+                json.len()
+            )))
+        }
+        (value, _) => value.cloned(),
+    };
+    (result, kept_logs, truncated)
+}
+
+fn clip_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn clip(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_owned();
+    }
+    let cut: String = s.chars().take(max_chars).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn budget_is_shared_and_marked() {
+        let big = json!({"text": "x".repeat(40_000)});
+        let logs: Vec<String> = (0..1000).map(|i| format!("line {i}")).collect();
+        let (result, kept, t) = fit_budget(Some(&big), &logs, 24 * 1024);
+        assert!(t.result && t.logs);
+        let total =
+            serde_json::to_string(&result).unwrap().len() + kept.iter().map(|l| l.len() + 3).sum::<usize>();
+        assert!(total <= 24 * 1024, "{total}");
+        let (result, kept, t) = fit_budget(Some(&json!(1)), &["a".to_owned()], 24 * 1024);
+        assert_eq!((result, kept.len(), t), (Some(json!(1)), 1, Truncated::default()));
+    }
+}
