@@ -1,7 +1,5 @@
-//! `capabilities`, the native binary: the local hub (store, keychain, MCP sources and server,
-//! approval page) and its CLI, built over `capabilities-core`.
+//! `capabilities`, the native binary: the local hub and its CLI.
 
-fn main() {
-    let version = env!("CARGO_PKG_VERSION");
-    eprintln!("capabilities {version}: the hub commands arrive with the local hub and CLI work");
+fn main() -> std::process::ExitCode {
+    capabilities::cli::main()
 }

@@ -1,0 +1,82 @@
+//! The command line: clap types as data, resolved into [`Settings`] before any command runs.
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands;
+
+/// One MCP endpoint for every tool your agents use.
+#[derive(Debug, Parser)]
+#[command(name = "capabilities", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted in any position.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Print machine-readable JSON on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Never prompt; fail with a hint where input would be needed.
+    #[arg(long, global = true)]
+    pub no_input: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run and manage the local hub.
+    #[command(subcommand)]
+    Hub(HubCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HubCommand {
+    /// Run JavaScript through the hub's sandbox, as `execute` would, and print the envelope.
+    Exec(commands::exec::ExecArgs),
+    /// List runs, or show one.
+    Runs(commands::runs::RunsArgs),
+}
+
+/// Everything a command needs, resolved once from flags and the environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub json: bool,
+    pub no_input: bool,
+    /// `NO_COLOR` set, or stdout is not a terminal.
+    pub plain: bool,
+    pub home: std::path::PathBuf,
+}
+
+impl Settings {
+    pub fn resolve(global: &GlobalArgs) -> anyhow::Result<Settings> {
+        use std::io::IsTerminal;
+        Ok(Settings {
+            json: global.json,
+            no_input: global.no_input || !std::io::stdin().is_terminal(),
+            plain: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+                || !std::io::stdout().is_terminal(),
+            home: crate::store::default_root()?,
+        })
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::resolve(&cli.global) {
+        Ok(settings) => settings,
+        Err(err) => return commands::report_error(&err),
+    };
+    let result = match cli.command {
+        Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
+        Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => commands::report_error(&err),
+    }
+}

@@ -1,0 +1,347 @@
+//! The file store: `~/.capabilities/hub/` (or `$CAPABILITIES_HOME`), the local adapter of the
+//! core's store ports.
+//!
+//! Directory mode 700, files 600, checked and repaired on open. Every record is written to a
+//! temporary file, synced and renamed into place; journal lines are appended and synced before
+//! the call's result reaches the guest. Several hub processes share the store through
+//! per-record lock files, never a daemon.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
+use capabilities_core::run::{JournalEntry, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// The store layout version this build writes. Migrations only go forward.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Runs untouched for this long are pruned when the store opens.
+pub const RUN_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+const DIRS: &[&str] =
+    &["sources", "manifests", "connections", "policies", "profiles", "skills", "runs", "blobs", "locks"];
+
+/// `hub.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HubFile {
+    pub schema_version: u32,
+    pub hub_id: String,
+    pub created_ms: u64,
+}
+
+/// An open store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    pub hub: HubFile,
+    /// Problems found and repaired while opening (loose permissions), for `doctor` and logs.
+    pub warnings: Vec<String>,
+}
+
+/// Where the store lives: `$CAPABILITIES_HOME`, else `~/.capabilities/hub`.
+pub fn default_root() -> Result<PathBuf> {
+    if let Some(home) = std::env::var_os("CAPABILITIES_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    let home = std::env::home_dir()
+        .context("no home directory: set CAPABILITIES_HOME to where the hub should live")?;
+    Ok(home.join(".capabilities").join("hub"))
+}
+
+impl Store {
+    /// Opens the store at `root`, creating it on first use.
+    pub fn open(root: &Path) -> Result<Store> {
+        let mut warnings = Vec::new();
+        create_private_dir(root, &mut warnings)
+            .with_context(|| format!("creating the hub store at {}", root.display()))?;
+        for dir in DIRS {
+            create_private_dir(&root.join(dir), &mut warnings)?;
+        }
+        let hub_path = root.join("hub.json");
+        let hub = match fs::read(&hub_path) {
+            Ok(bytes) => {
+                let hub: HubFile = serde_json::from_slice(&bytes).with_context(|| {
+                    format!(
+                        "{} is corrupt; move it aside and run the command again to recreate it",
+                        hub_path.display()
+                    )
+                })?;
+                if hub.schema_version > SCHEMA_VERSION {
+                    anyhow::bail!(
+                        "the store at {} has schema version {}, newer than this build understands ({SCHEMA_VERSION}); \
+                         update capabilities",
+                        root.display(),
+                        hub.schema_version
+                    );
+                }
+                fix_file_mode(&hub_path, &mut warnings)?;
+                hub
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                let mut id = [0u8; 8];
+                getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+                let hub = HubFile {
+                    schema_version: SCHEMA_VERSION,
+                    hub_id: format!("hub_{}", hex::encode(id)),
+                    created_ms: now_ms(),
+                };
+                write_atomic(&hub_path, &serde_json::to_vec_pretty(&hub)?)?;
+                hub
+            }
+            Err(err) => return Err(err).with_context(|| format!("reading {}", hub_path.display())),
+        };
+        let store = Store { root: root.to_owned(), hub, warnings };
+        store.prune_runs(RUN_RETENTION);
+        Ok(store)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn run_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        check_run_id(id)?;
+        Ok(self.root.join("runs").join(format!("{id}.json")))
+    }
+
+    fn journal_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        check_run_id(id)?;
+        Ok(self.root.join("runs").join(format!("{id}.journal.jsonl")))
+    }
+
+    /// Takes the lock file of one record; released when the guard drops.
+    pub fn lock(&self, record: &str) -> Result<RecordLock, StoreError> {
+        let name: String = record
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect();
+        let path = self.root.join("locks").join(format!("{name}.lock"));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        file.lock().map_err(|e| io_error(&path, e))?;
+        Ok(RecordLock { _file: file })
+    }
+
+    pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let path = self.run_path(&run.id)?;
+        let _lock = self.lock(&run.id)?;
+        let bytes =
+            serde_json::to_vec_pretty(run).map_err(|e| StoreError::Corrupt(run.id.clone(), e.to_string()))?;
+        write_atomic(&path, &bytes).map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
+    }
+
+    pub fn load_run_sync(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let path = self.run_path(id)?;
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("runs/{id}.json"), e.to_string())),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(io_error(&path, err)),
+        }
+    }
+
+    pub fn append_journal_sync(&self, id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
+        let path = self.journal_path(id)?;
+        let mut line =
+            serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
+        line.push(b'\n');
+        let _lock = self.lock(&format!("{id}.journal"))?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        // A line torn by a crash is only ever the last one; start on a fresh line after it.
+        let len = file.metadata().map_err(|e| io_error(&path, e))?.len();
+        if len > 0 && !ends_with_newline(&path, len) {
+            file.write_all(b"\n").map_err(|e| io_error(&path, e))?;
+        }
+        file.write_all(&line).map_err(|e| io_error(&path, e))?;
+        file.sync_data().map_err(|e| io_error(&path, e))
+    }
+
+    pub fn read_journal_sync(&self, id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let path = self.journal_path(id)?;
+        let text = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(io_error(&path, err)),
+        };
+        let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+        let mut entries = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<JournalEntry>(line) {
+                Ok(entry) => entries.push(entry),
+                // A torn line is a crash mid-append: it was never acknowledged, so it is skipped.
+                Err(_) if is_torn(&lines, i) => {}
+                Err(err) => {
+                    return Err(StoreError::Corrupt(
+                        format!("runs/{id}.journal.jsonl line {}", i + 1),
+                        err.to_string(),
+                    ));
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Ids of stored runs, newest first by modification time.
+    pub fn run_ids(&self) -> Vec<String> {
+        let mut runs: Vec<(SystemTime, String)> = fs::read_dir(self.root.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".json")?.to_owned();
+                check_run_id(&id).ok()?;
+                Some((e.metadata().ok()?.modified().ok()?, id))
+            })
+            .collect();
+        runs.sort_by(|a, b| b.cmp(a));
+        runs.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Removes runs (record and journal) not modified within `age`.
+    pub fn prune_runs(&self, age: Duration) {
+        let Some(cutoff) = SystemTime::now().checked_sub(age) else { return };
+        let Ok(entries) = fs::read_dir(self.root.join("runs")) else { return };
+        for entry in entries.flatten() {
+            let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
+            if old {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Held while a record is being written; dropping it releases the lock file.
+#[derive(Debug)]
+pub struct RecordLock {
+    _file: File,
+}
+
+/// Run ids come from the model on resume: they must never become a path.
+fn check_run_id(id: &str) -> Result<(), StoreError> {
+    let ok = id.len() == 20
+        && id.starts_with("run_")
+        && id[4..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if ok { Ok(()) } else { Err(StoreError::Corrupt("run id".to_owned(), "not a run id".to_owned())) }
+}
+
+/// Whether `id` has the shape of a run id (`run_` and 16 hex digits).
+pub fn is_run_id(id: &str) -> bool {
+    check_run_id(id).is_ok()
+}
+
+fn is_torn(lines: &[&[u8]], i: usize) -> bool {
+    // The last line without a trailing newline, or a line followed only by blank lines.
+    lines[i + 1..].iter().all(|l| l.is_empty())
+}
+
+fn ends_with_newline(path: &Path, len: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else { return true };
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] == b'\n'
+}
+
+fn io_error(path: &Path, err: io::Error) -> StoreError {
+    StoreError::Io(path.display().to_string(), err.to_string())
+}
+
+fn create_private_dir(dir: &Path, warnings: &mut Vec<String>) -> Result<()> {
+    match fs::metadata(dir) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode != 0o700 {
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                    .with_context(|| format!("setting mode 700 on {}", dir.display()))?;
+                warnings.push(format!("{} had mode {mode:o}; set it to 700", dir.display()));
+            }
+        }
+        Err(_) => {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    Ok(())
+}
+
+fn fix_file_mode(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
+    let mode = fs::metadata(path)?.permissions().mode() & 0o777;
+    if mode != 0o600 {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+        warnings.push(format!("{} had mode {mode:o}; set it to 600", path.display()));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically: temp file (mode 600) in the same directory, sync,
+/// rename, sync the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().context("a record path has a parent")?;
+    let mut nonce = [0u8; 6];
+    getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("record");
+    let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), hex::encode(nonce)));
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl RunStore for Store {
+    fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { self.save_run_sync(run) })
+    }
+
+    fn load_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>> {
+        Box::pin(async move {
+            match self.load_run_sync(id) {
+                // A malformed id names no run; it must not read as a store failure.
+                Err(StoreError::Corrupt(what, _)) if what == "run id" => Ok(None),
+                other => other,
+            }
+        })
+    }
+
+    fn append_journal<'a>(
+        &'a self,
+        id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { self.append_journal_sync(id, entry) })
+    }
+
+    fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
+        Box::pin(async move { self.read_journal_sync(id) })
+    }
+}
