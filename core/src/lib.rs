@@ -10,6 +10,8 @@ pub mod address;
 pub mod approval;
 pub mod canonical;
 pub mod catalog;
+#[cfg(any(test, feature = "fakes"))]
+pub mod fakes;
 pub mod limits;
 pub mod manifest;
 pub mod policy;

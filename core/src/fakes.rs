@@ -1,0 +1,222 @@
+//! In-memory fakes of every port, for tests of the core and of hosts. Behind the `fakes`
+//! feature; never used by a real hub.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::Poll;
+
+use serde_json::{Value, json};
+
+use crate::address::Namespace;
+use crate::ports::{
+    BoxFuture, Clock, Credentials, Entropy, RunStore, Secrets, SecretsError, StoreError, Upstream,
+    UpstreamError, UpstreamRequest,
+};
+use crate::run::{JournalEntry, RunRecord};
+
+/// A clock that only moves when told to.
+#[derive(Debug, Default)]
+pub struct ManualClock(pub AtomicU64);
+
+impl ManualClock {
+    pub fn at(ms: u64) -> ManualClock {
+        ManualClock(AtomicU64::new(ms))
+    }
+
+    pub fn advance(&self, ms: u64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Entropy from a counter: ids are predictable in tests.
+#[derive(Debug, Default)]
+pub struct CountingEntropy(AtomicU64);
+
+impl Entropy for CountingEntropy {
+    fn fill(&self, buf: &mut [u8]) {
+        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        let bytes = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes();
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = bytes[i % 8] ^ (i as u8);
+        }
+    }
+}
+
+/// A run store in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    runs: Mutex<BTreeMap<String, RunRecord>>,
+    journals: Mutex<BTreeMap<String, Vec<JournalEntry>>>,
+}
+
+impl MemoryStore {
+    pub fn journal(&self, id: &str) -> Vec<JournalEntry> {
+        self.journals.lock().expect("not poisoned").get(id).cloned().unwrap_or_default()
+    }
+
+    pub fn run(&self, id: &str) -> Option<RunRecord> {
+        self.runs.lock().expect("not poisoned").get(id).cloned()
+    }
+
+    /// Replaces a stored run, as another process would.
+    pub fn put_run(&self, run: RunRecord) {
+        self.runs.lock().expect("not poisoned").insert(run.id.clone(), run);
+    }
+
+    /// Drops the last `n` journal lines, as a crash before they were written would.
+    pub fn truncate_journal(&self, id: &str, keep: usize) {
+        if let Some(j) = self.journals.lock().expect("not poisoned").get_mut(id) {
+            j.truncate(keep);
+        }
+    }
+}
+
+impl RunStore for MemoryStore {
+    fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.runs.lock().expect("not poisoned").insert(run.id.clone(), run.clone());
+            Ok(())
+        })
+    }
+
+    fn load_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>> {
+        Box::pin(async move { Ok(self.runs.lock().expect("not poisoned").get(id).cloned()) })
+    }
+
+    fn append_journal<'a>(
+        &'a self,
+        id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.journals.lock().expect("not poisoned").entry(id.to_owned()).or_default().push(entry.clone());
+            Ok(())
+        })
+    }
+
+    fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
+        Box::pin(async move { Ok(self.journal(id)) })
+    }
+}
+
+/// Secrets from a table: `(namespace, connection) → values`. A connection listed with no
+/// values is "missing".
+#[derive(Debug, Default)]
+pub struct TableSecrets {
+    pub table: BTreeMap<(String, String), Vec<(String, String)>>,
+    pub resolved: AtomicUsize,
+}
+
+impl Secrets for TableSecrets {
+    fn resolve<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        connection: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Credentials, SecretsError>> {
+        Box::pin(async move {
+            self.resolved.fetch_add(1, Ordering::SeqCst);
+            let Some(name) = connection else { return Ok(Credentials::default()) };
+            match self.table.get(&(namespace.to_string(), name.to_owned())) {
+                Some(values) if !values.is_empty() => {
+                    Ok(Credentials { connection: Some(name.to_owned()), values: values.clone() })
+                }
+                _ => Err(SecretsError::Missing {
+                    namespace: namespace.to_string(),
+                    connection: name.to_owned(),
+                    slots: vec!["TOKEN".to_owned()],
+                }),
+            }
+        })
+    }
+}
+
+/// What a fake tool does when called.
+pub type FakeTool = Box<dyn Fn(&Value, &Credentials) -> Result<Value, UpstreamError> + Send + Sync>;
+
+/// Upstream sources in memory. Counts every call and the most calls in flight at once.
+#[derive(Default)]
+pub struct FakeUpstream {
+    tools: BTreeMap<(String, String), FakeTool>,
+    /// Every call made: `(namespace.tool, arguments)`.
+    pub calls: Mutex<Vec<(String, Value)>>,
+    in_flight: AtomicUsize,
+    pub max_in_flight: AtomicUsize,
+    /// Polls each call waits before answering, so calls overlap.
+    pub delay_polls: usize,
+}
+
+impl std::fmt::Debug for FakeUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeUpstream").field("tools", &self.tools.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl FakeUpstream {
+    pub fn with(mut self, namespace: &str, tool: &str, f: FakeTool) -> FakeUpstream {
+        self.tools.insert((namespace.to_owned(), tool.to_owned()), f);
+        self
+    }
+
+    /// A tool that returns its arguments back as structured content.
+    pub fn echo() -> FakeTool {
+        Box::new(|args, _| Ok(json!({ "content": [], "structuredContent": { "echo": args } })))
+    }
+
+    pub fn count(&self) -> usize {
+        self.calls.lock().expect("not poisoned").len()
+    }
+}
+
+impl Upstream for FakeUpstream {
+    fn call<'a>(&'a self, request: UpstreamRequest<'a>) -> BoxFuture<'a, Result<Value, UpstreamError>> {
+        Box::pin(async move {
+            let key = (request.namespace.to_string(), request.tool.to_owned());
+            self.calls
+                .lock()
+                .expect("not poisoned")
+                .push((format!("{}.{}", key.0, key.1), request.arguments.clone()));
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            let mut polls = self.delay_polls;
+            std::future::poll_fn(|cx| {
+                if polls == 0 {
+                    Poll::Ready(())
+                } else {
+                    polls -= 1;
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+            })
+            .await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            match self.tools.get(&key) {
+                Some(tool) => tool(request.arguments, request.credentials),
+                None => Err(UpstreamError::Refused {
+                    message: format!("no tool {}", key.1),
+                    status: Some(-32602),
+                }),
+            }
+        })
+    }
+}
+
+/// Runs a future to completion on the current thread. Enough for tests of single-threaded
+/// engine code; wakes are handled by re-polling.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Waker};
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        // The fakes wake themselves, so there is never anything to wait for but another poll.
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
