@@ -5,3 +5,4 @@ pub mod cli;
 pub mod commands;
 pub mod host;
 pub mod store;
+pub mod upstream;

@@ -1,0 +1,286 @@
+//! One started source: how a connection is made (stdio or streamable HTTP, with a start
+//! timeout and a clear reason when it fails) and how a request goes over it.
+
+use std::time::Duration;
+
+use capabilities_core::address::Namespace;
+use capabilities_core::ports::Credentials;
+use rmcp::model::{ClientCapabilities, ClientConfig, ClientRequest, Implementation};
+use rmcp::service::{ClientInitializeError, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::http::{self, TapClient};
+use super::stderr::{StderrTail, scrub};
+use super::stdio::{self, ServerProcess, StdioSpec};
+use super::tap::RawTap;
+use super::{SourceError, SourceSpec, SourceTransport};
+
+/// One started source.
+pub(super) struct Connection {
+    service: RunningService<RoleClient, ClientConfig>,
+    tap: RawTap,
+    process: Option<ServerProcess>,
+    tail: Option<StderrTail>,
+    /// SHA-256 over the spec and the credential values it started with.
+    pub(super) fingerprint: [u8; 32],
+    secrets: Vec<String>,
+}
+
+impl Connection {
+    pub(super) fn alive(&self) -> bool {
+        !self.service.is_closed() && self.process.as_ref().is_none_or(|p| p.exited().is_none())
+    }
+
+    /// Process group of its stdio server.
+    pub(super) fn process_group(&self) -> Option<i32> {
+        self.process.as_ref().map(ServerProcess::process_group)
+    }
+
+    /// Why it is dead.
+    pub(super) fn describe_end(&self) -> String {
+        describe_end_of(self.process.as_ref())
+    }
+
+    pub(super) fn kill(&self) {
+        if let Some(process) = &self.process {
+            process.kill();
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Connection {
+    /// Starts the source of `spec` and runs `initialize` within `timeout`. On failure the
+    /// server is killed and the reason names what went wrong (not found, exited, wrote text
+    /// that is not MCP, timed out), with its last stderr line when there is one.
+    pub(super) async fn start(
+        spec: &SourceSpec,
+        credentials: &Credentials,
+        timeout: Duration,
+        tail: StderrTail,
+    ) -> Result<Connection, SourceError> {
+        let fingerprint = fingerprint(spec, credentials);
+        let namespace = spec.namespace.as_str();
+        let config_error = |reason: String| SourceError::Config { namespace: namespace.to_owned(), reason };
+        Namespace::new(namespace).map_err(|e| config_error(e.to_string()))?;
+        let tap = RawTap::default();
+        match &spec.transport {
+            SourceTransport::Stdio { command, args, env, env_slots, cwd } => {
+                let stdio_spec = StdioSpec { command, args, env, env_slots, cwd: cwd.as_deref() };
+                let secrets: Vec<String> = credentials
+                    .values
+                    .iter()
+                    .filter(|(slot, _)| env_slots.contains(slot))
+                    .map(|(_, value)| value.clone())
+                    .collect();
+                tail.add_secrets(secrets.iter().map(String::as_str));
+                let command = stdio::command(&stdio_spec, credentials)
+                    .map_err(|reason| SourceError::Start { namespace: namespace.to_owned(), reason })?;
+                let (transport, process) =
+                    stdio::spawn(command, tail.clone(), tap.clone()).await.map_err(|e| {
+                        SourceError::Start {
+                            namespace: namespace.to_owned(),
+                            reason: format!("could not run `{}`: {e}", spec_command(spec)),
+                        }
+                    })?;
+                let started = tokio::time::timeout(timeout, client_config().serve(transport)).await;
+                // Once the client gave up it dropped the server's stdin, and the server may
+                // exit because of that: only an exit that caused the failure is reported.
+                let (failure, exit, timed_out) = match started {
+                    Ok(Ok(service)) => {
+                        return Ok(Connection {
+                            service,
+                            tap,
+                            process: Some(process),
+                            tail: Some(tail),
+                            fingerprint,
+                            secrets,
+                        });
+                    }
+                    Ok(Err(ClientInitializeError::ConnectionClosed(_))) => {
+                        // The server closed stdout: give it a moment so its exit status is known.
+                        let exit = process.wait_exit(Duration::from_millis(500)).await;
+                        (Some("it closed its stdout".to_owned()), exit, false)
+                    }
+                    Ok(Err(error)) => (Some(error.to_string()), process.exited(), false),
+                    Err(_) => (None, process.exited(), true),
+                };
+                process.kill();
+                // Let the stderr pump catch up with the server's last words.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let noise = process.noise().map(|(first, lines)| (scrub(&first, &secrets), lines));
+                let last_words = tail
+                    .last_line()
+                    .map(|line| format!("; its last stderr line: {line}"))
+                    .unwrap_or_default();
+                if let Some((first, lines)) = noise {
+                    let more = if lines > 1 {
+                        format!(" (and {} more such lines)", lines - 1)
+                    } else {
+                        String::new()
+                    };
+                    return Err(SourceError::Protocol {
+                        namespace: namespace.to_owned(),
+                        reason: format!(
+                            "it wrote `{first}` to stdout{more}; a stdio server may write only MCP messages there{last_words}"
+                        ),
+                    });
+                }
+                let reason = match (exit, failure) {
+                    (Some(status), _) if !timed_out => {
+                        format!("it exited ({status}) before answering `initialize`{last_words}")
+                    }
+                    (_, Some(error)) => {
+                        format!("`initialize` failed: {}{last_words}", scrub(&error, &secrets))
+                    }
+                    _ => {
+                        return Err(SourceError::Timeout {
+                            namespace: namespace.to_owned(),
+                            method: "initialize".to_owned(),
+                            ms: millis(timeout),
+                        });
+                    }
+                };
+                Err(SourceError::Start { namespace: namespace.to_owned(), reason })
+            }
+            SourceTransport::Http { url, header_slots } => {
+                let url = http::check_url(url).map_err(config_error)?;
+                let headers = http::credential_headers(header_slots, credentials).map_err(config_error)?;
+                let secrets: Vec<String> =
+                    credentials.values.iter().map(|(_, value)| value.clone()).collect();
+                let client =
+                    TapClient { http: http::client(timeout).map_err(config_error)?, tap: tap.clone() };
+                let mut config =
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        url.as_str(),
+                    );
+                config.custom_headers = headers;
+                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+                match tokio::time::timeout(timeout, client_config().serve(transport)).await {
+                    Ok(Ok(service)) => {
+                        Ok(Connection { service, tap, process: None, tail: None, fingerprint, secrets })
+                    }
+                    Ok(Err(error)) => Err(SourceError::Start {
+                        namespace: namespace.to_owned(),
+                        reason: format!(
+                            "`initialize` at {url} failed: {}",
+                            scrub(&error.to_string(), &secrets)
+                        ),
+                    }),
+                    Err(_) => Err(SourceError::Timeout {
+                        namespace: namespace.to_owned(),
+                        method: "initialize".to_owned(),
+                        ms: millis(timeout),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Sends one request and returns its raw result.
+    pub(super) async fn request(
+        &self,
+        namespace: &str,
+        method: &str,
+        request: ClientRequest,
+        timeout: Duration,
+    ) -> Result<Value, SourceError> {
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let fail = |error: ServiceError| self.service_error(namespace, method, timeout, error);
+        let handle = self.service.peer().send_request_with_option(request, options).await.map_err(fail)?;
+        let id = handle.id.clone();
+        match handle.await_response().await {
+            Ok(typed) => Ok(match self.tap.take(&id) {
+                Some(raw) => raw,
+                None => serde_json::to_value(&typed).map_err(|e| SourceError::Protocol {
+                    namespace: namespace.to_owned(),
+                    reason: e.to_string(),
+                })?,
+            }),
+            Err(error) => {
+                self.tap.take(&id);
+                Err(fail(error))
+            }
+        }
+    }
+
+    fn service_error(
+        &self,
+        namespace: &str,
+        method: &str,
+        timeout: Duration,
+        error: ServiceError,
+    ) -> SourceError {
+        let namespace = namespace.to_owned();
+        match error {
+            ServiceError::McpError(data) => SourceError::Refused {
+                namespace,
+                method: method.to_owned(),
+                message: scrub(&data.message, &self.secrets),
+                code: Some(i64::from(data.code.0)),
+            },
+            ServiceError::Timeout { .. } => {
+                SourceError::Timeout { namespace, method: method.to_owned(), ms: millis(timeout) }
+            }
+            ServiceError::UnexpectedResponse => SourceError::Protocol {
+                namespace,
+                reason: format!("its answer to `{method}` is not the kind of result `{method}` returns"),
+            },
+            ServiceError::TransportClosed | ServiceError::Cancelled { .. } => {
+                let last_words = (self.tail.as_ref())
+                    .and_then(StderrTail::last_line)
+                    .map(|line| format!("; its last stderr line: {line}"))
+                    .unwrap_or_default();
+                SourceError::Unavailable { namespace, reason: format!("{}{last_words}", self.describe_end()) }
+            }
+            other => SourceError::Unavailable { namespace, reason: scrub(&other.to_string(), &self.secrets) },
+        }
+    }
+}
+
+/// How the hub introduces itself to sources. It offers no client capabilities (no sampling,
+/// roots or elicitation): a source cannot reach back through the hub.
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("capabilities", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+fn describe_end_of(process: Option<&ServerProcess>) -> String {
+    match process.and_then(ServerProcess::exited) {
+        Some(status) => format!("the server exited ({status})"),
+        None => "the connection closed".to_owned(),
+    }
+}
+
+fn spec_command(spec: &SourceSpec) -> &str {
+    match &spec.transport {
+        SourceTransport::Stdio { command, .. } => command,
+        SourceTransport::Http { url, .. } => url,
+    }
+}
+
+pub(super) fn fingerprint(spec: &SourceSpec, credentials: &Credentials) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(serde_json::to_vec(spec).unwrap_or_default());
+    for (slot, value) in &credentials.values {
+        hasher.update((slot.len() as u64).to_le_bytes());
+        hasher.update(slot.as_bytes());
+        hasher.update((value.len() as u64).to_le_bytes());
+        hasher.update(value.as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,356 @@
+//! Stdio sources: the command line and environment a server starts with, the supervisor it
+//! runs under, and the pumps between its pipes and the rmcp client.
+//!
+//! Process tree. The direct child is `/bin/sh` running [`SUPERVISOR`], leader of a new process
+//! group; the server (and anything it starts, such as `npx` → `node`) runs in that group. The
+//! hub kills the whole group with SIGKILL when the pool drops, when a source is removed, when
+//! a start fails, and when the server's leader exits. On Linux the supervisor also arms a
+//! parent-death signal (SIGTERM, from the spawner thread, which lives as long as the hub): if
+//! the hub dies, even by SIGKILL, the supervisor's trap kills the group. What remains: a
+//! process that leaves the group on purpose (`setsid`, its own `setpgid`) escapes, and on
+//! macOS there is no parent-death signal, so a SIGKILLed hub leaves its servers running until
+//! they notice their closed stdin.
+//!
+//! Environment. A server gets a small safe base taken from the hub (`PATH`, `HOME`, locale,
+//! temp dir, user), the source's plain `env`, and the credential values of its `env_slots`;
+//! nothing else of the hub's environment.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capabilities_core::ports::Credentials;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use super::spawner::{self, ProcessGroup};
+use super::stderr::{StderrTail, shorten};
+use super::tap::RawTap;
+
+/// Variables of the hub's environment a server inherits.
+const BASE_ENV: &[&str] =
+    &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
+
+/// Runs `"$@"` in the background in the same process group and waits for it. SIGTERM (the
+/// parent-death signal), SIGHUP or SIGINT make it kill the whole group. Stdin is handed over
+/// on fd 3 because sh gives a background job `/dev/null` as stdin.
+const SUPERVISOR: &str = "trap 'kill -KILL 0' TERM HUP INT
+exec 3<&0
+\"$@\" <&3 3<&- &
+exec 3<&-
+wait $!";
+
+/// Longest stdout line forwarded to the client; longer ones are dropped and noted.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// What a stdio source's spec says, borrowed.
+pub(crate) struct StdioSpec<'a> {
+    pub(crate) command: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) env_slots: &'a [String],
+    pub(crate) cwd: Option<&'a str>,
+}
+
+/// A running stdio server as the pool holds it.
+pub(crate) struct ServerProcess {
+    group: ProcessGroup,
+    exit: watch::Receiver<Option<String>>,
+    noise: Arc<Mutex<Noise>>,
+}
+
+/// Lines on stdout that were not JSON-RPC.
+#[derive(Default)]
+struct Noise {
+    first: Option<String>,
+    lines: usize,
+}
+
+impl ServerProcess {
+    pub(crate) fn kill(&self) {
+        self.group.kill();
+    }
+
+    pub(crate) fn process_group(&self) -> i32 {
+        self.group.id()
+    }
+
+    /// How the server ended, if it has.
+    pub(crate) fn exited(&self) -> Option<String> {
+        self.exit.borrow().clone()
+    }
+
+    /// Waits up to `wait` for the server to end; its exit status if it did.
+    pub(crate) async fn wait_exit(&self, wait: Duration) -> Option<String> {
+        let mut exit = self.exit.clone();
+        let ended = tokio::time::timeout(wait, exit.wait_for(Option::is_some)).await;
+        match ended {
+            Ok(Ok(status)) => status.clone(),
+            _ => self.exited(),
+        }
+    }
+
+    /// The first line the server printed on stdout that was not JSON-RPC, and how many such
+    /// lines there were.
+    pub(crate) fn noise(&self) -> Option<(String, usize)> {
+        let noise = self.noise.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        noise.first.clone().map(|first| (first, noise.lines))
+    }
+}
+
+/// Builds the command that starts the server under the supervisor.
+pub(crate) fn command(spec: &StdioSpec<'_>, credentials: &Credentials) -> Result<Command, String> {
+    let cwd = spec.cwd.map(PathBuf::from);
+    if let Some(dir) = &cwd
+        && !dir.is_dir()
+    {
+        return Err(format!("its working directory `{}` does not exist", dir.display()));
+    }
+    let program = resolve(spec.command, cwd.as_deref())?;
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(SUPERVISOR).arg("capabilities-source").arg(&program).args(spec.args);
+    command.env_clear();
+    for name in BASE_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in spec.env {
+        command.env(name, value);
+    }
+    for slot in spec.env_slots {
+        if let Some((_, value)) = credentials.values.iter().find(|(name, _)| name == slot) {
+            command.env(slot, value);
+        }
+    }
+    if let Some(dir) = &cwd {
+        command.current_dir(dir);
+    }
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    arm_parent_death_signal(&mut command);
+    Ok(command)
+}
+
+/// Finds the program the way a shell would, on the hub's `PATH`.
+fn resolve(program: &str, cwd: Option<&Path>) -> Result<PathBuf, String> {
+    if program.is_empty() {
+        return Err("its command is empty".to_owned());
+    }
+    if program.contains('/') {
+        let path = match cwd {
+            Some(dir) if Path::new(program).is_relative() => dir.join(program),
+            _ => PathBuf::from(program),
+        };
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!("command `{program}` does not exist or is not executable"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| format!("command `{program}` was not found on PATH; install it or give its full path"))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Linux: the supervisor gets SIGTERM when the spawner thread (so the hub) dies.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn arm_parent_death_signal(command: &mut Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the forked child before exec. It only makes the `prctl` and
+    // `getppid` system calls and builds an `io::Error` from a raw errno; none of that allocates
+    // or takes a lock, so it is async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(|errno| io::Error::from_raw_os_error(errno as i32))?;
+            // The hub may have died between fork and prctl; then nobody would send the signal.
+            if nix::unistd::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn arm_parent_death_signal(_command: &mut Command) {}
+
+/// Spawns the server and connects its pipes: stdout through the tap to the returned reader,
+/// stderr into `tail`.
+pub(crate) async fn spawn(
+    command: Command,
+    tail: StderrTail,
+    tap: RawTap,
+) -> io::Result<((DuplexStream, ChildStdin), ServerProcess)> {
+    let spawned = spawner::spawn(command).await?;
+    let noise = Arc::new(Mutex::new(Noise::default()));
+    let (client_side, pump_side) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(pump_stdout(spawned.stdout, pump_side, tap, Arc::clone(&noise)));
+    tokio::spawn(pump_stderr(spawned.stderr, tail));
+    let process = ServerProcess { group: spawned.group, exit: spawned.exit, noise };
+    Ok(((client_side, spawned.stdin), process))
+}
+
+/// Forwards each JSON line of the server's stdout to the client, copying results into the tap.
+/// Lines that are not JSON are noted and dropped.
+async fn pump_stdout(
+    stdout: ChildStdout,
+    mut to_client: DuplexStream,
+    tap: RawTap,
+    noise: Arc<Mutex<Noise>>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let complete = match read_line_bounded(&mut reader, &mut line, MAX_LINE).await {
+            Ok(LineRead::Eof) | Err(_) => break,
+            Ok(LineRead::TooLong) => false,
+            Ok(LineRead::Line) => true,
+        };
+        let text = line.trim_ascii();
+        if complete && text.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(text) {
+            Ok(message) if complete && (message.is_object() || message.is_array()) => {
+                tap.observe(&message);
+                let sent = async {
+                    to_client.write_all(text).await?;
+                    to_client.write_all(b"\n").await
+                };
+                if sent.await.is_err() {
+                    break;
+                }
+            }
+            _ => {
+                let mut noise = noise.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                noise.lines += 1;
+                if noise.first.is_none() {
+                    let sample = if complete {
+                        shorten(&String::from_utf8_lossy(text), 200)
+                    } else {
+                        format!("a line longer than {MAX_LINE} bytes")
+                    };
+                    noise.first = Some(sample);
+                }
+            }
+        }
+    }
+}
+
+async fn pump_stderr(mut stderr: tokio::process::ChildStderr, tail: StderrTail) {
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.push(&buf[..n]);
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line (the last may lack it) of at most `max` bytes into `line`.
+async fn read_line_bounded<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<LineRead> {
+    let mut too_long = false;
+    let mut read_any = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(match (read_any, too_long) {
+                (false, _) => LineRead::Eof,
+                (true, true) => LineRead::TooLong,
+                (true, false) => LineRead::Line,
+            });
+        }
+        read_any = true;
+        let (len, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(newline) => (newline + 1, true),
+            None => (buf.len(), false),
+        };
+        if !too_long {
+            if line.len() + len > max {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(&buf[..len]);
+            }
+        }
+        reader.consume(len);
+        if done {
+            return Ok(if too_long { LineRead::TooLong } else { LineRead::Line });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<(LineRead, String)> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            let read = read_line_bounded(&mut reader, &mut line, max).await.unwrap();
+            if read == LineRead::Eof {
+                return out;
+            }
+            out.push((read, String::from_utf8(line).unwrap()));
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_bounded_lines() {
+        let got = lines(b"ab\nabcdefghij\n\nxyz", 6).await;
+        assert_eq!(
+            got,
+            vec![
+                (LineRead::Line, "ab\n".to_owned()),
+                (LineRead::TooLong, String::new()),
+                (LineRead::Line, "\n".to_owned()),
+                (LineRead::Line, "xyz".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn resolves_commands_on_path_or_by_path() {
+        assert!(resolve("sh", None).unwrap().is_absolute());
+        let missing = resolve("no-such-command-4f1c", None).unwrap_err();
+        assert_eq!(
+            missing,
+            "command `no-such-command-4f1c` was not found on PATH; install it or give its full path"
+        );
+        assert!(resolve("./nope", Some(Path::new("/"))).is_err());
+        assert!(resolve("", None).is_err());
+    }
+}

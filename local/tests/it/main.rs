@@ -1,0 +1,3 @@
+//! The integration tests of the `capabilities` crate, one binary with a module per area.
+
+mod upstream;
