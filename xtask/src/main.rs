@@ -54,6 +54,7 @@ fn test() -> Result<()> {
     step("format", cargo(&["fmt", "--all", "--check"]))?;
     step("clippy", cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
     ensure_nextest()?;
+    ensure_node_packages()?;
     step("tests", cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]))?;
     wasm()
 }
@@ -112,6 +113,23 @@ fn ensure_nextest() -> Result<()> {
     }
     eprintln!("xtask: cargo-nextest is missing; installing it from crates.io");
     step("install cargo-nextest", cargo(&["install", "--locked", "cargo-nextest"]))
+}
+
+/// Tests run real MCP servers and clients from npm, pinned in `node/package-lock.json`.
+fn ensure_node_packages() -> Result<()> {
+    let lock = Path::new("node/package-lock.json");
+    let installed = Path::new("node/node_modules/.package-lock.json");
+    let fresh = match (lock.metadata().and_then(|m| m.modified()), installed.metadata().and_then(|m| m.modified())) {
+        (Ok(lock), Ok(installed)) => installed >= lock,
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    let mut npm = Command::new("npm");
+    npm.args(["ci", "--no-audit", "--no-fund"]).current_dir("node");
+    step("npm ci (test servers and clients)", npm)
+        .context("the tests need Node.js and npm: install them, then run `cd node && npm ci`")
 }
 
 fn ensure_wasm_target() -> Result<()> {
