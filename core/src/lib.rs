@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod limits;
 pub mod manifest;
 pub mod policy;
+pub mod scrub;
 pub mod surface;
 pub mod tokens;
 pub mod typegen;
