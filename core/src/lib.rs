@@ -18,6 +18,7 @@ pub mod policy;
 pub mod ports;
 pub mod run;
 pub mod sandbox;
+pub mod scrub;
 pub mod surface;
 pub mod tokens;
 pub mod typegen;

@@ -1,7 +1,31 @@
 //! Policy: rules on a source or a tool, optionally narrowed to a connection, that decide each
 //! call — allow, ask or deny.
+//!
+//! [`Policy::decide`] follows four steps, in order:
+//!
+//! 1. Any matching `deny`, at any specificity, wins. A narrower rule never loosens a deny, and a
+//!    contract pin never switches a deny off.
+//! 2. A tool nobody reviewed, or whose contract changed since review, asks.
+//! 3. Otherwise the most specific matching rule decides: tool and connection, tool, source and
+//!    connection, source. A rule pinned to a contract matches only while the tool still has it.
+//! 4. With no rule, a tool that declares `readOnlyHint: true` runs; anything else asks.
+//!
+//! Conflicting hints: a tool that says both `readOnlyHint: true` and `destructiveHint: true`
+//! counts as read-only. The MCP specification gives `destructiveHint` meaning only when
+//! `readOnlyHint` is false, [`Annotations::is_destructive`] reads it the same way, and both hints
+//! come from the same untrusted server, which could as easily have left the second one out;
+//! asking there would add friction without closing any hole.
+//!
+//! The rule set is indexed by namespace, then tool, then connection, so a decision is a couple
+//! of ordered-map lookups and never allocates.
+
+use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::address::{Namespace, ToolAddress};
+use crate::manifest::{Annotations, ContractDigest, Manifest, Tool};
 
 /// What policy says about one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -10,4 +34,482 @@ pub enum Effect {
     Allow,
     Ask,
     Deny,
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Effect::Allow => "allow",
+            Effect::Ask => "ask",
+            Effect::Deny => "deny",
+        })
+    }
+}
+
+/// What a rule attaches to. In JSON it is one key: `"source": "github"` or
+/// `"tool": "github.createIssue"`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum RuleTarget {
+    Source(Namespace),
+    Tool(ToolAddress),
+}
+
+impl RuleTarget {
+    pub fn namespace(&self) -> &Namespace {
+        match self {
+            RuleTarget::Source(ns) => ns,
+            RuleTarget::Tool(address) => &address.namespace,
+        }
+    }
+}
+
+impl fmt::Display for RuleTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleTarget::Source(ns) => write!(f, "{ns}"),
+            RuleTarget::Tool(address) => write!(f, "{address}"),
+        }
+    }
+}
+
+/// One policy rule, stored as JSON in the hub's policies:
+/// `{"tool": "github.createIssue", "connection": "work", "effect": "allow", "contract": "sha256:…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rule {
+    #[serde(flatten)]
+    pub target: RuleTarget,
+    /// Narrows the rule to calls made with this connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<String>,
+    pub effect: Effect,
+    /// The contract a person saw when making the rule ("always allow"). The rule stops matching
+    /// once the tool's contract differs. Only tool rules carry one; a deny ignores it.
+    #[serde(default, rename = "contract", skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<ContractDigest>,
+}
+
+impl Rule {
+    pub fn on_source(namespace: Namespace, effect: Effect) -> Rule {
+        Rule { target: RuleTarget::Source(namespace), connection: None, effect, pinned: None }
+    }
+
+    pub fn on_tool(address: ToolAddress, effect: Effect) -> Rule {
+        Rule { target: RuleTarget::Tool(address), connection: None, effect, pinned: None }
+    }
+
+    /// The rule a person's "always allow" leaves: the tool, pinned to the contract they saw.
+    pub fn always_allow(address: ToolAddress, connection: Option<String>, contract: ContractDigest) -> Rule {
+        Rule { target: RuleTarget::Tool(address), connection, effect: Effect::Allow, pinned: Some(contract) }
+    }
+
+    pub fn with_connection(mut self, connection: impl Into<String>) -> Rule {
+        self.connection = Some(connection.into());
+        self
+    }
+
+    fn where_(&self) -> Where<'_> {
+        Where { target: &self.target, connection: self.connection.as_deref() }
+    }
+}
+
+/// `github.createIssue (connection work)`, for messages.
+struct Where<'a> {
+    target: &'a RuleTarget,
+    connection: Option<&'a str>,
+}
+
+impl fmt::Display for Where<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.target)?;
+        match self.connection {
+            Some(c) => write!(f, " (connection {c})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a rule set was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    #[error("two rules on {0}: keep one of them and remove the other")]
+    Duplicate(String),
+    #[error(
+        "the rule on source {0} is pinned to a contract, but only tool rules can be: remove \
+         `contract` or put the rule on a tool"
+    )]
+    PinnedSourceRule(String),
+    #[error("a rule on {0} names an empty connection: name one, or drop `connection`")]
+    EmptyConnection(String),
+}
+
+/// The rules of one target, split by connection. At most one rule per connection.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Slot {
+    any: Option<usize>,
+    by_connection: Vec<(String, usize)>,
+}
+
+impl Slot {
+    fn for_connection(&self, connection: Option<&str>) -> Option<usize> {
+        let connection = connection?;
+        self.by_connection.iter().find(|(name, _)| name == connection).map(|&(_, i)| i)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct SourceIndex {
+    source: Slot,
+    tools: BTreeMap<String, Slot>,
+}
+
+/// A validated, indexed rule set. Serialises as the plain list of its rules.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<Rule>", into = "Vec<Rule>")]
+pub struct Policy {
+    rules: Vec<Rule>,
+    index: BTreeMap<Namespace, SourceIndex>,
+}
+
+impl TryFrom<Vec<Rule>> for Policy {
+    type Error = PolicyError;
+
+    fn try_from(rules: Vec<Rule>) -> Result<Policy, PolicyError> {
+        Policy::new(rules)
+    }
+}
+
+impl From<Policy> for Vec<Rule> {
+    fn from(policy: Policy) -> Vec<Rule> {
+        policy.rules
+    }
+}
+
+/// One call as policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub address: &'a ToolAddress,
+    /// The connection the call uses (the default one when code names none), if the source has any.
+    pub connection: Option<&'a str>,
+    /// The tool's contract now.
+    pub digest: &'a ContractDigest,
+    pub annotations: &'a Annotations,
+    /// The contract a person last reviewed for this tool; `None` if nobody ever did.
+    pub reviewed: Option<&'a ContractDigest>,
+}
+
+impl<'a> Call<'a> {
+    /// A call to `tool` at `address` with `connection`.
+    pub fn to_tool(
+        address: &'a ToolAddress,
+        tool: &'a Tool,
+        connection: Option<&'a str>,
+        reviewed: Option<&'a ContractDigest>,
+    ) -> Call<'a> {
+        Call { address, connection, digest: &tool.digest, annotations: &tool.record.annotations, reviewed }
+    }
+}
+
+/// The outcome for one call, with the reason a person reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision<'p> {
+    pub effect: Effect,
+    pub reason: Reason<'p>,
+}
+
+/// Why policy decided what it did. `Display` is the sentence a person reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason<'p> {
+    /// A deny rule matched (step 1).
+    DeniedByRule(&'p Rule),
+    /// Nobody has reviewed this tool (step 2).
+    NewTool,
+    /// The contract differs from the one a person reviewed (step 2).
+    ContractChanged { reviewed: ContractDigest, current: ContractDigest },
+    /// The most specific matching allow or ask rule (step 3).
+    ByRule(&'p Rule),
+    /// No rule; the tool declares itself read-only (step 4).
+    ReadOnly,
+    /// No rule; the tool declares that it writes (step 4).
+    Writes,
+    /// No rule; the tool says nothing about whether it writes, so it counts as a write (step 4).
+    Undeclared,
+}
+
+impl Reason<'_> {
+    /// A stable machine name, for journals and envelopes.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::DeniedByRule(_) => "denied_by_rule",
+            Reason::NewTool => "new_tool",
+            Reason::ContractChanged { .. } => "contract_changed",
+            Reason::ByRule(_) => "rule",
+            Reason::ReadOnly => "read_only",
+            Reason::Writes => "writes",
+            Reason::Undeclared => "undeclared",
+        }
+    }
+}
+
+impl fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::DeniedByRule(rule) => write!(f, "denied by rule on {}", rule.where_()),
+            Reason::NewTool => f.write_str("new tool, not reviewed yet"),
+            Reason::ContractChanged { reviewed, current } => write!(
+                f,
+                "contract changed since review (sha256:{}… → sha256:{}…)",
+                reviewed.short(),
+                current.short()
+            ),
+            Reason::ByRule(rule) => {
+                let verb = match rule.effect {
+                    Effect::Allow => "allowed",
+                    Effect::Ask => "approval required",
+                    Effect::Deny => "denied",
+                };
+                write!(f, "{verb} by rule on {}", rule.where_())
+            }
+            Reason::ReadOnly => f.write_str("read-only tool"),
+            Reason::Writes => f.write_str("writes need approval"),
+            Reason::Undeclared => f.write_str("tool does not say it is read-only, so it needs approval"),
+        }
+    }
+}
+
+impl Policy {
+    /// Validates and indexes a rule set. At most one rule per target and connection; pins only
+    /// on tool rules.
+    pub fn new(rules: Vec<Rule>) -> Result<Policy, PolicyError> {
+        let mut index: BTreeMap<Namespace, SourceIndex> = BTreeMap::new();
+        for (i, rule) in rules.iter().enumerate() {
+            if rule.connection.as_deref() == Some("") {
+                return Err(PolicyError::EmptyConnection(rule.target.to_string()));
+            }
+            let source = index.entry(rule.target.namespace().clone()).or_default();
+            let slot = match &rule.target {
+                RuleTarget::Source(ns) => {
+                    if rule.pinned.is_some() {
+                        return Err(PolicyError::PinnedSourceRule(ns.to_string()));
+                    }
+                    &mut source.source
+                }
+                RuleTarget::Tool(address) => source.tools.entry(address.tool.clone()).or_default(),
+            };
+            let taken = match &rule.connection {
+                None => slot.any.replace(i).is_some(),
+                Some(c) if slot.by_connection.iter().any(|(name, _)| name == c) => true,
+                Some(c) => {
+                    slot.by_connection.push((c.clone(), i));
+                    false
+                }
+            };
+            if taken {
+                return Err(PolicyError::Duplicate(rule.where_().to_string()));
+            }
+        }
+        Ok(Policy { rules, index })
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Adds a rule, replacing the one on the same target and connection. Returns the replaced
+    /// rule. This is how a recorded "always allow" or a person's edit lands.
+    pub fn set(&mut self, rule: Rule) -> Result<Option<Rule>, PolicyError> {
+        let mut rules = self.rules.clone();
+        let old = rules
+            .iter()
+            .position(|r| r.target == rule.target && r.connection == rule.connection)
+            .map(|i| rules.remove(i));
+        rules.push(rule);
+        *self = Policy::new(rules)?;
+        Ok(old)
+    }
+
+    /// Removes the rule on this target and connection, if there is one.
+    pub fn remove(&mut self, target: &RuleTarget, connection: Option<&str>) -> Option<Rule> {
+        let i =
+            self.rules.iter().position(|r| &r.target == target && r.connection.as_deref() == connection)?;
+        let mut rules = self.rules.clone();
+        let old = rules.remove(i);
+        // Removing a rule keeps a valid set valid; should that ever fail, keep every rule rather
+        // than lose a deny.
+        *self = Policy::new(rules).ok()?;
+        Some(old)
+    }
+
+    /// Matching rules, most specific first: tool and connection, tool, source and connection,
+    /// source.
+    fn matching(&self, address: &ToolAddress, connection: Option<&str>) -> [Option<&Rule>; 4] {
+        let Some(source) = self.index.get(&address.namespace) else {
+            return [None; 4];
+        };
+        let tool = source.tools.get(address.tool.as_str());
+        let at = |i: Option<usize>| i.and_then(|i| self.rules.get(i));
+        [
+            at(tool.and_then(|s| s.for_connection(connection))),
+            at(tool.and_then(|s| s.any)),
+            at(source.source.for_connection(connection)),
+            at(source.source.any),
+        ]
+    }
+
+    /// Decides one call. See the module docs for the four steps.
+    pub fn decide(&self, call: &Call<'_>) -> Decision<'_> {
+        let matching = self.matching(call.address, call.connection);
+        if let Some(rule) = matching.iter().flatten().find(|r| r.effect == Effect::Deny) {
+            return Decision { effect: Effect::Deny, reason: Reason::DeniedByRule(rule) };
+        }
+        match call.reviewed {
+            None => return Decision { effect: Effect::Ask, reason: Reason::NewTool },
+            Some(reviewed) if reviewed != call.digest => {
+                return Decision {
+                    effect: Effect::Ask,
+                    reason: Reason::ContractChanged { reviewed: *reviewed, current: *call.digest },
+                };
+            }
+            Some(_) => {}
+        }
+        let rule = matching.iter().flatten().find(|r| r.pinned.as_ref().is_none_or(|pin| pin == call.digest));
+        if let Some(rule) = rule {
+            return Decision { effect: rule.effect, reason: Reason::ByRule(rule) };
+        }
+        match call.annotations.read_only_hint {
+            Some(true) => Decision { effect: Effect::Allow, reason: Reason::ReadOnly },
+            Some(false) => Decision { effect: Effect::Ask, reason: Reason::Writes },
+            None => Decision { effect: Effect::Ask, reason: Reason::Undeclared },
+        }
+    }
+
+    /// What `search` shows for a tool: the decision for a call with the source's default
+    /// connection. Deny hides the tool; ask marks it.
+    pub fn effect_for_listing(
+        &self,
+        address: &ToolAddress,
+        tool: &Tool,
+        default_connection: Option<&str>,
+        reviewed: Option<&ContractDigest>,
+    ) -> Effect {
+        self.decide(&Call::to_tool(address, tool, default_connection, reviewed)).effect
+    }
+}
+
+/// How the review screen groups a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ToolClass {
+    /// Declares `readOnlyHint: true`.
+    ReadOnly,
+    /// Declares it writes but not destructively (`destructiveHint: false`).
+    Writes,
+    /// May delete or overwrite: says so, or says nothing ([`Annotations::is_destructive`]).
+    Destructive,
+}
+
+impl ToolClass {
+    pub fn of(annotations: &Annotations) -> ToolClass {
+        if annotations.is_read_only() {
+            ToolClass::ReadOnly
+        } else if annotations.is_destructive() {
+            ToolClass::Destructive
+        } else {
+            ToolClass::Writes
+        }
+    }
+}
+
+/// What review proposes for one tool: read-only tools are allowed, everything else asks, and
+/// possibly destructive tools are flagged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Proposal {
+    pub address: ToolAddress,
+    pub digest: ContractDigest,
+    pub class: ToolClass,
+    pub effect: Effect,
+}
+
+impl Proposal {
+    pub fn for_tool(address: ToolAddress, tool: &Tool) -> Proposal {
+        let class = ToolClass::of(&tool.record.annotations);
+        let effect = if class == ToolClass::ReadOnly { Effect::Allow } else { Effect::Ask };
+        Proposal { address, digest: tool.digest, class, effect }
+    }
+
+    /// Shown with a warning on the review screen.
+    pub fn flagged(&self) -> bool {
+        self.class == ToolClass::Destructive
+    }
+
+    /// The rule a person's choice for this tool needs, if any. Choosing what policy would do
+    /// without a rule needs none; an allow is pinned to the reviewed contract.
+    pub fn rule_for(&self, chosen: Effect) -> Option<Rule> {
+        let default = if self.class == ToolClass::ReadOnly { Effect::Allow } else { Effect::Ask };
+        if chosen == default {
+            return None;
+        }
+        let rule = Rule::on_tool(self.address.clone(), chosen);
+        Some(Rule { pinned: (chosen == Effect::Allow).then_some(self.digest), ..rule })
+    }
+}
+
+/// The proposal for every tool of a manifest, in listing order.
+pub fn propose(manifest: &Manifest) -> Vec<Proposal> {
+    manifest.tools.iter().map(|tool| Proposal::for_tool(manifest.address(tool), tool)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(json: &str) -> Rule {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn rule_json_round_trips() {
+        let json = r#"{"tool":"github.createIssue","connection":"work","effect":"allow","contract":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}"#;
+        assert_eq!(serde_json::to_string(&rule(json)).unwrap(), json);
+        let json = r#"{"source":"github","effect":"deny"}"#;
+        assert_eq!(serde_json::to_string(&rule(json)).unwrap(), json);
+    }
+
+    #[test]
+    fn bad_rule_sets_are_refused() {
+        let dup = vec![
+            rule(r#"{"source":"github","effect":"deny"}"#),
+            rule(r#"{"source":"github","effect":"ask"}"#),
+        ];
+        assert_eq!(
+            Policy::new(dup).unwrap_err().to_string(),
+            "two rules on github: keep one of them and remove the other"
+        );
+        let pinned = vec![rule(
+            r#"{"source":"github","effect":"allow","contract":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}"#,
+        )];
+        assert!(matches!(Policy::new(pinned), Err(PolicyError::PinnedSourceRule(_))));
+        let empty = vec![rule(r#"{"tool":"github.x","connection":"","effect":"allow"}"#)];
+        assert!(matches!(Policy::new(empty), Err(PolicyError::EmptyConnection(_))));
+        let bad: Result<Policy, _> = serde_json::from_str(r#"[{"source":"Bad Name","effect":"deny"}]"#);
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn set_replaces_and_remove_removes() {
+        let mut policy =
+            Policy::new(vec![Rule::on_source(Namespace::new("github").unwrap(), Effect::Ask)]).unwrap();
+        let old = policy.set(Rule::on_source(Namespace::new("github").unwrap(), Effect::Deny)).unwrap();
+        assert_eq!(old.map(|r| r.effect), Some(Effect::Ask));
+        assert_eq!(policy.rules().len(), 1);
+        let target = RuleTarget::Source(Namespace::new("github").unwrap());
+        assert!(policy.remove(&target, None).is_some());
+        assert!(policy.rules().is_empty());
+        assert!(policy.remove(&target, None).is_none());
+    }
 }

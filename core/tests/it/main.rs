@@ -1,0 +1,4 @@
+//! The one integration test binary of capabilities-core: one module per area.
+
+mod policy;
+mod scrub;
