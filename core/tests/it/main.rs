@@ -1,0 +1,3 @@
+//! Integration tests for capabilities-core, one module per area.
+
+mod code;
