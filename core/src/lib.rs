@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod catalog;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fakes;
+pub mod code;
 pub mod limits;
 pub mod manifest;
 pub mod policy;

@@ -2,3 +2,4 @@
 
 mod policy;
 mod scrub;
+mod code;
