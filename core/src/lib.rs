@@ -10,9 +10,9 @@ pub mod address;
 pub mod approval;
 pub mod canonical;
 pub mod catalog;
+pub mod code;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fakes;
-pub mod code;
 pub mod limits;
 pub mod manifest;
 pub mod policy;

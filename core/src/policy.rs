@@ -513,3 +513,43 @@ mod tests {
         assert!(policy.remove(&target, None).is_none());
     }
 }
+
+/// A hub's policy together with the contracts people reviewed: all a decision needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyState {
+    pub rules: Vec<Rule>,
+    /// Address → the contract a person accepted in review (or by an "always" decision).
+    pub reviewed: std::collections::BTreeMap<String, ContractDigest>,
+}
+
+/// [`PolicyState`] ready to decide: its rules indexed.
+#[derive(Debug, Clone, Default)]
+pub struct CompiledPolicy {
+    pub policy: Policy,
+    pub reviewed: std::collections::BTreeMap<String, ContractDigest>,
+}
+
+impl CompiledPolicy {
+    pub fn new(state: PolicyState) -> Result<CompiledPolicy, PolicyError> {
+        Ok(CompiledPolicy { policy: Policy::new(state.rules)?, reviewed: state.reviewed })
+    }
+
+    /// What `search` and `describe` show for a tool with its source's default connection.
+    pub fn listing_effect(
+        &self,
+        address: &ToolAddress,
+        tool: &Tool,
+        default_connection: Option<&str>,
+    ) -> Effect {
+        let reviewed = self.reviewed.get(&address.to_string());
+        self.policy.effect_for_listing(address, tool, default_connection, reviewed)
+    }
+}
+
+impl crate::run::PolicyView for CompiledPolicy {
+    fn decide(&self, address: &ToolAddress, connection: Option<&str>, tool: &Tool) -> crate::run::Verdict {
+        let reviewed = self.reviewed.get(&address.to_string());
+        let decision = self.policy.decide(&Call::to_tool(address, tool, connection, reviewed));
+        crate::run::Verdict { effect: decision.effect, reason: decision.reason.to_string() }
+    }
+}

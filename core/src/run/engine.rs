@@ -93,7 +93,7 @@ impl Engine<'_> {
             }
             Err(err) => {
                 run.status = RunStatus::Failed;
-                run.output.error = Some(err.into_run_error());
+                run.output.error = Some(code_error(&err));
                 return self.finish(run, Vec::new()).await;
             }
         }
@@ -305,6 +305,14 @@ impl Engine<'_> {
         };
         Envelope::from_run(run, calls, &self.limits)
     }
+}
+
+fn code_error(err: &crate::code::CodeError) -> RunError {
+    let code = match err.kind {
+        crate::code::CodeErrorKind::Syntax => "syntax_error".to_owned(),
+        kind => format!("code_{}", kind.as_str()),
+    };
+    RunError { code, message: err.to_string(), hint: Some(err.hint.clone()) }
 }
 
 fn limit_error(kind: LimitKind, limits: &Limits) -> RunError {

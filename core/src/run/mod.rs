@@ -5,7 +5,7 @@
 //! seed and clock; calls the journal already holds return their recorded outcome without
 //! touching upstream, so a resumed run never repeats a call.
 
-// mod engine; (lands with the code pipeline and scrubbing)
+mod engine;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::approval::{DecisionRecord, PendingCall};
 use crate::canonical;
 use crate::sandbox::ToolFailure;
+pub use engine::{Engine, Lookup, PolicyView, Verdict};
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! The one integration test binary of capabilities-core: one module per area.
 
+mod code;
 mod policy;
 mod scrub;
-mod code;
