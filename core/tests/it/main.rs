@@ -1,0 +1,3 @@
+//! The one integration test binary of capabilities-core: one module per area.
+
+mod typegen;
