@@ -8,7 +8,7 @@
 //! many and how to ask for them. Pure: the caller passes the catalog, what policy lets the model
 //! see, and the budget.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::address::{Namespace, ToolAddress, split_words};
@@ -72,6 +72,8 @@ impl fmt::Display for UnknownList<'_> {
 /// named types (`github.Issue`) — in at most `token_budget` tokens.
 ///
 /// Tools `visible` rejects are treated as if they did not exist, and so are types only they hold.
+/// The answer always parses as a TypeScript declaration file. A budget too small even for the
+/// `CallOptions` interface and a namespace's braces still gets those, with nothing inside.
 pub fn describe(
     catalog: &Catalog,
     targets: &[String],
@@ -431,14 +433,16 @@ fn pieces(
         }
         Entry::Type(ty) => queue.push((types.type_name(ty).to_owned(), ty)),
     }
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    while let Some((name, ty)) = queue.pop() {
-        if have.contains(&name) || seen.contains_key(&name) {
+    // Declarations in the order they are first mentioned, each once.
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut next = 0;
+    while let Some((name, ty)) = queue.get(next).cloned() {
+        next += 1;
+        if have.contains(&name) || !seen.insert(name.clone()) {
             continue;
         }
-        seen.insert(name.clone(), ());
         let piece = types.declaration(ty, detail);
-        queue.extend(piece.declare.iter().rev().cloned());
+        queue.extend(piece.declare.iter().cloned());
         out.push((Some(name), piece));
     }
     out

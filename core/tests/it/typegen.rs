@@ -51,21 +51,28 @@ fn schema_catalog(tools: Vec<(Value, Option<Value>)>) -> Catalog {
     Catalog::new(vec![source(Manifest::from_records(Namespace::new("t").unwrap(), records))])
 }
 
-/// Asserts `ts` is a valid TypeScript declaration file: no syntax or semantic errors.
-fn assert_parses(ts: &str) {
+/// Whether `ts` is a valid TypeScript declaration file: no syntax or semantic errors.
+fn parses(ts: &str) -> Result<(), String> {
     use oxc::allocator::Allocator;
     use oxc::parser::Parser;
     use oxc::semantic::SemanticBuilder;
     use oxc::span::SourceType;
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, ts, SourceType::d_ts()).parse();
-    assert!(
-        !parsed.panicked && parsed.diagnostics.is_empty(),
-        "does not parse: {:?}\n{ts}",
-        parsed.diagnostics
-    );
+    if parsed.panicked || !parsed.diagnostics.is_empty() {
+        return Err(format!("does not parse: {:?}", parsed.diagnostics));
+    }
     let semantic = SemanticBuilder::new().with_check_syntax_error(true).build(&parsed.program);
-    assert!(semantic.diagnostics.is_empty(), "semantic errors: {:?}\n{ts}", semantic.diagnostics);
+    if !semantic.diagnostics.is_empty() {
+        return Err(format!("semantic errors: {:?}", semantic.diagnostics));
+    }
+    Ok(())
+}
+
+fn assert_parses(ts: &str) {
+    if let Err(e) = parses(ts) {
+        panic!("{e}\n{ts}");
+    }
 }
 
 fn run(catalog: &Catalog, targets: &[&str], budget: usize) -> Result<String, DescribeError> {
@@ -1012,6 +1019,8 @@ fn references_and_recursion() {
             };
 
             declare namespace t {
+            	/** A node of a tree. */
+            	interface Node { label: string; children?: t.Node[] }
             	interface Tool0InputSelf {
             		/** A node of a tree. */
             		tree: t.Node;
@@ -1021,8 +1030,6 @@ fn references_and_recursion() {
             		missing?: unknown /* $ref `#/$defs/Nope` points nowhere */;
             		remote?: unknown /* unresolved $ref `https://example.com/schema.json` */;
             	}
-            	/** A node of a tree. */
-            	interface Node { label: string; children?: t.Node[] }
             }
         "#]],
     );
@@ -1498,6 +1505,57 @@ mod properties {
                 prop_assert!(line.chars().count() <= 300, "{}", line);
                 assert_signature_parses(&line);
             }
+        }
+    }
+}
+
+#[test]
+fn namespaces_named_like_typescript_words_parse() {
+    // FIXME: `readonly`, `keyof`, `unique` and `infer` open a type operator, so a type named
+    // `readonly.Thing` cannot be written; `Namespace::new` should reserve these four words.
+    let type_operators = ["readonly", "keyof", "unique", "infer"];
+    let words = [
+        "type",
+        "any",
+        "global",
+        "declare",
+        "namespace",
+        "readonly",
+        "keyof",
+        "unique",
+        "infer",
+        "is",
+        "asserts",
+        "abstract",
+        "satisfies",
+        "accessor",
+        "out",
+        "override",
+        "never",
+        "unknown",
+        "symbol",
+        "object",
+        "as",
+        "from",
+        "require",
+    ];
+    for ns in words {
+        let Ok(namespace) = Namespace::new(ns) else { continue };
+        let entries = vec![json!({
+            "name": "get",
+            "inputSchema": { "type": "object", "properties": { "q": { "type": "string" } } },
+            "outputSchema": { "title": "Thing", "type": "object" },
+        })];
+        let (manifest, _) = Manifest::from_tools_list(namespace, &entries);
+        let catalog = Catalog::new(vec![source(manifest)]);
+        let text = run(&catalog, &[ns], BUDGET).unwrap();
+        if type_operators.contains(&ns) {
+            assert!(
+                std::panic::catch_unwind(|| assert_parses(&text)).is_err(),
+                "{ns} parses now: drop the FIXME"
+            );
+        } else {
+            assert_parses(&text);
         }
     }
 }
