@@ -2,3 +2,4 @@
 //! text and envelopes they return. The only module that knows MCP's wire shapes.
 
 pub mod envelope;
+pub mod describe;

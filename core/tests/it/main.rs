@@ -3,3 +3,4 @@
 mod code;
 mod policy;
 mod scrub;
+mod typegen;
