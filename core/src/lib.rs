@@ -9,6 +9,7 @@
 pub mod address;
 pub mod canonical;
 pub mod catalog;
+pub mod index;
 pub mod limits;
 pub mod manifest;
 pub mod policy;

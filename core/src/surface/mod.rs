@@ -1,2 +1,4 @@
 //! The MCP surface: the three tools (`search`, `describe`, `execute`), their arguments and the
 //! text and envelopes they return. The only module that knows MCP's wire shapes.
+
+pub mod search;

@@ -1,0 +1,3 @@
+//! The one integration test binary of capabilities-core: a module per area.
+
+mod search;
