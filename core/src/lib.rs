@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod code;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fakes;
+pub mod index;
 pub mod limits;
 pub mod manifest;
 pub mod policy;

@@ -3,4 +3,5 @@
 mod code;
 mod policy;
 mod scrub;
+mod search;
 mod typegen;
