@@ -214,6 +214,8 @@ impl Guest {
                 // Nothing the host owes the guest: time jumps to the next timer, if any.
                 match self.fire_timer() {
                     Ok(true) => continue,
+                    // Out of memory, a promise chain can stop dead: say why.
+                    Ok(false) if self.heap.exhausted() => return AttemptEnd::Limit(LimitKind::Memory),
                     Ok(false) => return AttemptEnd::Stalled,
                     Err(end) => return end,
                 }

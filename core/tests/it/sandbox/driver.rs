@@ -236,7 +236,7 @@ fn compute_runs_out_in_loops_of_every_kind() {
     for body in [
         "while (true) {}",
         "for (;;) { try { while (true) {} } catch {} finally { continue } }",
-        "const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {})",
+        "const spin = () => { Promise.resolve().then(spin) }; spin(); await new Promise(() => {})",
         "while (true) { await null }",
         "await github.searchIssues({}); while (true) {}",
         "setTimeout(() => { while (true) {} }, 10); await new Promise(() => {})",
@@ -416,4 +416,49 @@ fn the_calls_issued_count_matches_the_bridge() {
          await hub.search('issues');
          return 1");
     assert_eq!(report.calls_issued, 3);
+}
+
+fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(json!(null)),
+        any::<bool>().prop_map(|b| json!(b)),
+        any::<i32>().prop_map(|n| json!(n)),
+        (-1_000_000i64..1_000_000).prop_map(|n| json!(n as f64 / 1000.0 + 0.5)),
+        any::<String>().prop_map(|s| json!(s)),
+        Just(json!("__proto__")),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            proptest::collection::vec(
+                (prop_oneof![any::<String>(), Just("__proto__".to_owned())], inner),
+                0..6
+            )
+            .prop_map(|entries| serde_json::Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Any JSON survives the bridge both ways: a tool's answer reaches the guest intact, and
+    /// the guest can send it on as arguments and return it unchanged.
+    #[test]
+    fn json_crosses_the_bridge_unchanged(value in json_value()) {
+        let answer = value.clone();
+        let bridge = FakeBridge::new(move |call| match call.seq {
+            0 => (0, GuestReply::Ok(answer.clone())),
+            _ => (0, GuestReply::Ok(json!(null))),
+        });
+        let report = run_on(
+            &driver(),
+            attempt("const v = await github.getIssue({}); await github.searchIssues(v); return v"),
+            &bridge,
+        );
+        proptest::prop_assert_eq!(report.end, AttemptEnd::Completed(Some(value.clone())));
+        let sent = bridge.calls.borrow()[1].args.clone();
+        proptest::prop_assert_eq!(sent, value);
+    }
 }
