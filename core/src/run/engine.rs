@@ -257,6 +257,10 @@ impl Engine<'_> {
                         Some("make sure every promise you await is resolved or rejected"),
                     ));
                 }
+                AttemptEnd::Cancelled => {
+                    run.status = RunStatus::Cancelled;
+                    run.output.error = Some(RunError::new("cancelled", "the run was cancelled", None));
+                }
                 AttemptEnd::Internal(message) => {
                     run.status = RunStatus::Failed;
                     run.output.error = Some(RunError::new("internal", message, None));

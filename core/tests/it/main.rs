@@ -2,6 +2,8 @@
 
 mod code;
 mod policy;
+#[cfg(feature = "quickjs")]
+mod sandbox;
 mod scrub;
 mod search;
 mod typegen;

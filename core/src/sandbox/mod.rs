@@ -11,6 +11,9 @@ use serde_json::Value;
 use crate::limits::Limits;
 use crate::ports::LocalBoxFuture;
 
+#[cfg(feature = "quickjs")]
+pub mod quickjs;
+
 /// One namespace as the guest sees it: a frozen global whose members are these identifiers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuestNamespace {
@@ -130,6 +133,8 @@ pub enum AttemptEnd {
     Limit(LimitKind),
     /// The code awaits something that can never settle (no calls in flight, no timers).
     Stalled,
+    /// The host cancelled the attempt.
+    Cancelled,
     /// The driver itself failed; a bug, reported rather than panicked on.
     Internal(String),
 }

@@ -1,0 +1,505 @@
+//! One attempt inside QuickJS: a fresh runtime and context, the prelude, the code, and the loop
+//! that moves calls between the guest and the bridge until the code settles or must stop.
+
+use std::rc::Rc;
+
+use futures_util::future::{FutureExt, ready};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use rquickjs::context::intrinsic::{
+    Date, Json, MapSet, Promise as PromiseIntrinsic, Proxy, RegExp, TypedArrays,
+};
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value,
+};
+use serde_json::json;
+
+use super::compile::{CompileError, MAX_STACK_BYTES, NoModules, compile_module, load_module};
+use super::host::{Host, Lookup, Request};
+use super::memory::{GuestAllocator, Heap};
+use super::meter::{Budget, Stop};
+use crate::ports::LocalBoxFuture;
+use crate::prelude;
+use crate::sandbox::{
+    Attempt, AttemptEnd, AttemptReport, Bridge, GuestError, GuestReply, LimitKind, ToolFailure,
+};
+
+/// What the guest context is built with. No `Eval`: nothing in the guest can compile text.
+/// No `WeakRef` (garbage collection would become observable) and no `Performance` (the
+/// prelude's `performance.now()` runs on the logical clock).
+type GuestIntrinsics = (Date, RegExp, Json, Proxy, MapSet, TypedArrays, PromiseIntrinsic);
+
+/// The module name of a run's code, as it appears in stack traces.
+const CODE_MODULE: &str = "code.js";
+/// Results above this many characters of JSON are refused before they leave the guest; the
+/// engine trims what it shows far below this.
+pub(crate) const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+/// Extra heap granted once the code has settled, so the result or the error can still be
+/// read from a guest that used its whole budget.
+const FINISH_HEADROOM_BYTES: usize = 16 * 1024 * 1024;
+
+/// Wraps the body so that line N of the body is line N in stack traces.
+fn wrap(body: &str) -> String {
+    format!("export default (async () => {{{body}\n}})();\n")
+}
+
+/// Expands the run's seed into the four words of the prelude's generator (SplitMix64).
+fn seed_words(seed: u64) -> [u32; 4] {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let (a, b) = (next(), next());
+    [(a >> 32) as u32, a as u32, (b >> 32) as u32, b as u32]
+}
+
+/// The host's answer to one request, ready to settle into the guest.
+enum Reply {
+    Call(GuestReply),
+    Lookup(Result<String, String>),
+}
+
+type InFlight<'a> = FuturesUnordered<LocalBoxFuture<'a, (u32, Reply)>>;
+
+/// A live guest. Field order is drop order: handles into the runtime go before the context,
+/// and the context before the runtime.
+struct Guest {
+    api: Persistent<Object<'static>>,
+    code: Option<Code>,
+    context: Context,
+    runtime: Runtime,
+    budget: Rc<Budget>,
+    heap: Rc<Heap>,
+}
+
+/// The evaluated code module: its evaluation promise and its namespace (`default` holds the
+/// promise of the wrapped body).
+struct Code {
+    evaluation: Persistent<Promise<'static>>,
+    namespace: Persistent<Object<'static>>,
+}
+
+fn internal(what: &str) -> impl FnOnce(rquickjs::Error) -> AttemptEnd + '_ {
+    move |e| AttemptEnd::Internal(format!("{what}: {e}"))
+}
+
+/// Runs one attempt to its end.
+pub(crate) async fn run(budget: Budget, attempt: Attempt, bridge: &dyn Bridge) -> AttemptReport {
+    let host = Host::new(attempt.log_budget_bytes);
+    let mut calls_issued = 0;
+    let end = match Guest::start(Rc::new(budget), &attempt, &host) {
+        Ok(guest) => guest.drive(&host, bridge, &mut calls_issued).await,
+        Err(end) => end,
+    };
+    let logs = host.take_logs();
+    AttemptReport { end, logs: logs.lines, logs_truncated: logs.truncated, calls_issued }
+}
+
+impl Guest {
+    fn start(budget: Rc<Budget>, attempt: &Attempt, host: &Rc<Host>) -> Result<Guest, AttemptEnd> {
+        if let Some(stop) = budget.check() {
+            return Err(stop_end(stop));
+        }
+        let heap = Heap::new(attempt.limits.memory_bytes);
+        let runtime = Runtime::new_with_alloc(GuestAllocator::new(Rc::clone(&heap)))
+            .map_err(internal("cannot start a runtime"))?;
+        runtime.set_max_stack_size(MAX_STACK_BYTES);
+        runtime.set_loader(NoModules, NoModules);
+        let handler_budget = Rc::clone(&budget);
+        runtime.set_interrupt_handler(Some(Box::new(move || handler_budget.interrupt())));
+
+        let code = budget.segment(|| compile_module(CODE_MODULE, &wrap(&attempt.body), true)).map_err(
+            |e| match e {
+                CompileError::Syntax(e) => AttemptEnd::Threw(e),
+                CompileError::Internal(e) => AttemptEnd::Internal(e),
+            },
+        )?;
+        let prelude = prelude::bytecode().map_err(AttemptEnd::Internal)?;
+
+        let context =
+            Context::custom::<GuestIntrinsics>(&runtime).map_err(internal("cannot start a context"))?;
+        let config = json!({
+            "namespaces": attempt.namespaces,
+            "seed": seed_words(attempt.seed),
+            "clockOriginMs": attempt.clock_origin_ms,
+            "maxTimeoutMs": attempt.limits.max_timeout_ms,
+            "logBudgetBytes": attempt.log_budget_bytes,
+            "maxResultBytes": MAX_RESULT_BYTES,
+        })
+        .to_string();
+        let installed = context.with(|ctx| -> Result<_, AttemptEnd> {
+            let module = load_module(&ctx, prelude).catch(&ctx).map_err(caught("cannot load the prelude"))?;
+            let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
+            let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
+            let host = host.object(&ctx).map_err(internal("cannot build the host object"))?;
+            let api: Object =
+                install.call((host, config)).catch(&ctx).map_err(caught("cannot install the prelude"))?;
+            Ok(Persistent::save(&ctx, api))
+        });
+        let api = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
+
+        let mut guest = Guest { api, code: None, context, runtime, budget, heap };
+        guest.run_jobs()?;
+        let evaluated = guest.budget.segment(|| {
+            guest.context.with(|ctx| {
+                let evaluate = || {
+                    let module = load_module(&ctx, &code).catch(&ctx)?;
+                    let (module, evaluation) = module.eval().catch(&ctx)?;
+                    let namespace = module.namespace().catch(&ctx)?;
+                    Ok(Code {
+                        evaluation: Persistent::save(&ctx, evaluation),
+                        namespace: Persistent::save(&ctx, namespace),
+                    })
+                };
+                evaluate().map_err(|caught| thrown(&ctx, caught))
+            })
+        });
+        match evaluated {
+            Ok(code) => guest.code = Some(code),
+            Err(Ok(reason)) => return Err(guest.stopped_or(|g| g.error_end(reason))),
+            Err(Err(e)) => {
+                return Err(guest.stopped_or(|_| AttemptEnd::Internal(format!("cannot run the code: {e}"))));
+            }
+        }
+        Ok(guest)
+    }
+
+    /// Moves calls between the guest and the bridge until the code settles or must stop, then
+    /// lets calls already made finish (their answers are not delivered).
+    async fn drive<'a>(self, host: &Rc<Host>, bridge: &'a dyn Bridge, calls_issued: &mut u32) -> AttemptEnd {
+        let mut in_flight: InFlight<'a> = FuturesUnordered::new();
+        let end = self.drive_loop(host, bridge, calls_issued, &mut in_flight).await;
+        drop(self);
+        match end {
+            // Calls the code made before it settled still go out: it asked for them, and the
+            // engine journals them. If one of them must wait for a person, so must the run.
+            AttemptEnd::Completed(_) | AttemptEnd::Unserializable(_) => {
+                forward(host, bridge, calls_issued, &mut in_flight);
+                if drain(&mut in_flight).await { AttemptEnd::Suspended } else { end }
+            }
+            AttemptEnd::Threw(_) => {
+                forward(host, bridge, calls_issued, &mut in_flight);
+                drain(&mut in_flight).await;
+                end
+            }
+            AttemptEnd::Suspended
+            | AttemptEnd::Limit(LimitKind::Compute | LimitKind::Memory | LimitKind::Stack) => {
+                drain(&mut in_flight).await;
+                end
+            }
+            // Out of wall time, cancelled or broken: abandon what is in flight.
+            _ => end,
+        }
+    }
+
+    async fn drive_loop<'a>(
+        &self,
+        host: &Rc<Host>,
+        bridge: &'a dyn Bridge,
+        calls_issued: &mut u32,
+        in_flight: &mut InFlight<'a>,
+    ) -> AttemptEnd {
+        loop {
+            if let Err(end) = self.run_jobs() {
+                return end;
+            }
+            if let Some(settled) = self.outcome() {
+                return self.finish(settled);
+            }
+            forward(host, bridge, calls_issued, in_flight);
+            if in_flight.is_empty() {
+                // Nothing the host owes the guest: time jumps to the next timer, if any.
+                match self.fire_timer() {
+                    Ok(true) => continue,
+                    // Out of memory, a promise chain can stop dead: say why.
+                    Ok(false) if self.heap.exhausted() => return AttemptEnd::Limit(LimitKind::Memory),
+                    Ok(false) => return AttemptEnd::Stalled,
+                    Err(end) => return end,
+                }
+            }
+            let Some(first) = in_flight.next().await else { continue };
+            let mut batch = vec![first];
+            while let Some(Some(next)) = in_flight.next().now_or_never() {
+                batch.push(next);
+            }
+            if let Some(stop) = self.budget.check() {
+                return stop_end(stop);
+            }
+            if batch.iter().any(|(_, reply)| matches!(reply, Reply::Call(GuestReply::Suspend))) {
+                return AttemptEnd::Suspended;
+            }
+            // Answers that arrived together are delivered in the order the guest asked.
+            batch.sort_by_key(|(ticket, _)| *ticket);
+            if let Err(end) = self.settle(batch) {
+                return end;
+            }
+        }
+    }
+
+    /// Calls the prelude's API inside a segment; an exception becomes the attempt's end.
+    fn with_api<R>(
+        &self,
+        f: impl for<'js> FnOnce(&Ctx<'js>, Object<'js>) -> rquickjs::Result<R>,
+    ) -> Result<R, AttemptEnd> {
+        let out = self.budget.segment(|| {
+            self.context.with(|ctx| {
+                let api = self.api.clone().restore(&ctx).map_err(|e| Err(e.to_string()))?;
+                f(&ctx, api).catch(&ctx).map_err(|caught| thrown(&ctx, caught))
+            })
+        });
+        match out {
+            Ok(r) => Ok(r),
+            Err(Ok(reason)) => Err(self.stopped_or(|g| g.error_end(reason))),
+            Err(Err(e)) => Err(self.stopped_or(|_| AttemptEnd::Internal(format!("the prelude failed: {e}")))),
+        }
+    }
+
+    /// Delivers host answers into the guest.
+    fn settle(&self, batch: Vec<(u32, Reply)>) -> Result<(), AttemptEnd> {
+        self.with_api(|_, api| {
+            let settle: Function = api.get("settle")?;
+            for (ticket, reply) in batch {
+                let (ok, text) = match reply {
+                    Reply::Call(GuestReply::Ok(value)) => (true, serde_json::to_string(&value)),
+                    Reply::Call(GuestReply::Err(failure)) => (false, serde_json::to_string(&failure)),
+                    Reply::Call(GuestReply::Suspend) => continue,
+                    Reply::Lookup(Ok(text)) => (true, serde_json::to_string(&text)),
+                    Reply::Lookup(Err(message)) => (
+                        false,
+                        serde_json::to_string(&ToolFailure {
+                            code: "lookup_failed".into(),
+                            message,
+                            hint: None,
+                            status: None,
+                            retryable: false,
+                        }),
+                    ),
+                };
+                let text = text.unwrap_or_else(|e| {
+                    format!(r#"{{"code":"internal","message":"the host could not encode this answer: {e}"}}"#)
+                });
+                settle.call::<_, ()>((ticket, ok, text))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Fires the earliest virtual timer; `false` when there is none.
+    fn fire_timer(&self) -> Result<bool, AttemptEnd> {
+        let fired = self.with_api(|_, api| {
+            let fire: Function = api.get("fireTimer")?;
+            let fired: Value = fire.call(())?;
+            Ok(match fired.as_string() {
+                Some(text) => Err(text.to_string()?),
+                None => Ok(fired.as_int() == Some(1)),
+            })
+        })?;
+        match fired {
+            Ok(fired) => Ok(fired),
+            Err(text) => Err(match serde_json::from_str::<GuestError>(&text) {
+                Ok(error) => self.classify(error),
+                Err(e) => AttemptEnd::Internal(format!("cannot read the guest's error: {e}")),
+            }),
+        }
+    }
+
+    /// The attempt's end if the budget or cancel flag stopped the guest, else `otherwise`.
+    fn stopped_or(&self, otherwise: impl FnOnce(&Guest) -> AttemptEnd) -> AttemptEnd {
+        match self.budget.stopped() {
+            Some(stop) => stop_end(stop),
+            None => otherwise(self),
+        }
+    }
+
+    /// Runs every pending job (promise reactions) with the guest clock running.
+    fn run_jobs(&self) -> Result<(), AttemptEnd> {
+        self.budget.segment(|| {
+            loop {
+                match self.runtime.execute_pending_job() {
+                    Ok(true) => {
+                        if let Some(stop) = self.budget.stopped() {
+                            return Err(stop_end(stop));
+                        }
+                    }
+                    Ok(false) => return Ok(()),
+                    Err(job) => {
+                        if let Some(stop) = self.budget.stopped() {
+                            return Err(stop_end(stop));
+                        }
+                        let reason = job.0.with(|ctx| Persistent::save(&ctx, ctx.catch()));
+                        return Err(self.error_end(reason));
+                    }
+                }
+            }
+        })
+    }
+
+    /// Whether the code has settled, and how.
+    fn outcome(&self) -> Option<Settled> {
+        let code = self.code.as_ref()?;
+        self.context.with(|ctx| {
+            let evaluation = code.evaluation.clone().restore(&ctx).ok()?;
+            match evaluation.result::<Value>() {
+                None => return None,
+                Some(Err(_)) => return Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
+                Some(Ok(_)) => {}
+            }
+            let namespace = code.namespace.clone().restore(&ctx).ok()?;
+            let main: Value = match namespace.get("default") {
+                Ok(main) => main,
+                Err(_) => return Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
+            };
+            let Some(promise) = main.as_promise() else {
+                return Some(Settled::Resolved(Persistent::save(&ctx, main)));
+            };
+            match promise.result::<Value>() {
+                None => None,
+                Some(Ok(value)) => Some(Settled::Resolved(Persistent::save(&ctx, value))),
+                Some(Err(_)) => Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
+            }
+        })
+    }
+
+    /// Gives the guest room to finish, then turns what it settled with into the attempt's end.
+    fn finish(&self, settled: Settled) -> AttemptEnd {
+        self.heap.grant(FINISH_HEADROOM_BYTES);
+        match settled {
+            Settled::Rejected(reason) => self.error_end(reason),
+            Settled::Resolved(value) => {
+                let text = self.budget.segment(|| {
+                    self.context.with(|ctx| -> rquickjs::Result<String> {
+                        let api = self.api.clone().restore(&ctx)?;
+                        let finish: Function = api.get("finish")?;
+                        finish.call((value.restore(&ctx)?,))
+                    })
+                });
+                match text {
+                    Ok(text) => result_end(&text),
+                    Err(_) if self.heap.exhausted() => AttemptEnd::Limit(LimitKind::Memory),
+                    Err(e) => {
+                        self.stopped_or(|_| AttemptEnd::Internal(format!("cannot read the result: {e}")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Turns a thrown value into the attempt's end: a limit when it is QuickJS reporting one,
+    /// else the guest's error made plain.
+    fn error_end(&self, reason: Persistent<Value<'static>>) -> AttemptEnd {
+        if let Some(stop) = self.budget.stopped() {
+            return stop_end(stop);
+        }
+        self.heap.grant(FINISH_HEADROOM_BYTES);
+        let described = self.budget.segment(|| {
+            self.context.with(|ctx| {
+                let describe = || -> rquickjs::Result<String> {
+                    let api = self.api.clone().restore(&ctx)?;
+                    let describe: Function = api.get("describeError")?;
+                    describe.call((reason.restore(&ctx)?,))
+                };
+                describe().catch(&ctx).map_err(|e| e.to_string())
+            })
+        });
+        let error = match described.map(|text| serde_json::from_str::<GuestError>(&text)) {
+            Ok(Ok(error)) => error,
+            Ok(Err(e)) => return AttemptEnd::Internal(format!("cannot read the guest's error: {e}")),
+            Err(e) => {
+                return self.stopped_or(|g| {
+                    if g.heap.exhausted() {
+                        AttemptEnd::Limit(LimitKind::Memory)
+                    } else {
+                        AttemptEnd::Internal(format!("cannot describe the guest's error: {e}"))
+                    }
+                });
+            }
+        };
+        self.classify(error)
+    }
+
+    /// QuickJS reports exhausted memory and stack as ordinary errors, and throws `null` when
+    /// it cannot even allocate the error: report those as limits. An error after the heap
+    /// ran out is put down to the heap.
+    fn classify(&self, error: GuestError) -> AttemptEnd {
+        if self.heap.exhausted() {
+            return AttemptEnd::Limit(LimitKind::Memory);
+        }
+        match (error.name.as_str(), error.message.as_str()) {
+            ("InternalError", "out of memory") => AttemptEnd::Limit(LimitKind::Memory),
+            ("RangeError", "Maximum call stack size exceeded") => AttemptEnd::Limit(LimitKind::Stack),
+            ("InternalError", "interrupted") => AttemptEnd::Limit(LimitKind::Compute),
+            _ => AttemptEnd::Threw(error),
+        }
+    }
+}
+
+/// How the code settled, with the value or reason kept alive across `Context::with`.
+enum Settled {
+    Resolved(Persistent<Value<'static>>),
+    Rejected(Persistent<Value<'static>>),
+}
+
+fn stop_end(stop: Stop) -> AttemptEnd {
+    match stop {
+        Stop::Limit(kind) => AttemptEnd::Limit(kind),
+        Stop::Cancelled => AttemptEnd::Cancelled,
+    }
+}
+
+/// The thrown value behind a caught error, kept alive past `Context::with`; or, when nothing
+/// was thrown, the host-side error's text.
+fn thrown<'js>(ctx: &Ctx<'js>, caught: CaughtError<'js>) -> Result<Persistent<Value<'static>>, String> {
+    match caught {
+        CaughtError::Exception(e) => Ok(Persistent::save(ctx, e.into_value())),
+        CaughtError::Value(v) => Ok(Persistent::save(ctx, v)),
+        CaughtError::Error(e) => Err(e.to_string()),
+    }
+}
+
+fn caught(what: &'static str) -> impl FnOnce(CaughtError<'_>) -> AttemptEnd {
+    move |e| AttemptEnd::Internal(format!("{what}: {e}"))
+}
+
+/// Hands the guest's new requests to the bridge. Lookups are answered on the spot.
+fn forward<'a>(host: &Host, bridge: &'a dyn Bridge, calls_issued: &mut u32, in_flight: &mut InFlight<'a>) {
+    for request in host.take_requests() {
+        match request {
+            Request::Call { ticket, call } => {
+                *calls_issued = calls_issued.saturating_add(1);
+                in_flight.push(Box::pin(bridge.call(call).map(move |reply| (ticket, Reply::Call(reply)))));
+            }
+            Request::Lookup { ticket, kind, args } => {
+                let answer = match kind {
+                    Lookup::Search => bridge.search(args),
+                    Lookup::Describe => bridge.describe(args),
+                };
+                in_flight.push(Box::pin(ready((ticket, Reply::Lookup(answer)))));
+            }
+        }
+    }
+}
+
+/// Awaits every call still in flight; says whether any of them asked to suspend.
+async fn drain(in_flight: &mut InFlight<'_>) -> bool {
+    let mut suspended = false;
+    while let Some((_, reply)) = in_flight.next().await {
+        suspended |= matches!(reply, Reply::Call(GuestReply::Suspend));
+    }
+    suspended
+}
+
+/// Reads the prelude's `finish` answer: `U`, `J<json>` or `E<reason>`.
+fn result_end(text: &str) -> AttemptEnd {
+    match text.split_at_checked(1) {
+        Some(("U", _)) => AttemptEnd::Completed(None),
+        Some(("J", json)) => match serde_json::from_str(json) {
+            Ok(value) => AttemptEnd::Completed(Some(value)),
+            Err(e) => AttemptEnd::Unserializable(format!("the result is not valid JSON: {e}")),
+        },
+        Some(("E", reason)) => AttemptEnd::Unserializable(reason.to_owned()),
+        _ => AttemptEnd::Internal(format!("unexpected answer from the prelude's finish: {text:.40}")),
+    }
+}

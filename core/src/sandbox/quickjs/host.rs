@@ -1,0 +1,160 @@
+//! The host end of the prelude: the three functions handed to `install` (tool calls, hub
+//! lookups, console lines) and the state they fill for the driver loop.
+//!
+//! None of them does anything but record: a call or lookup becomes a [`Request`] the driver
+//! forwards to the [`crate::sandbox::Bridge`] between JavaScript segments, so no host code
+//! runs while guest code is on the stack.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use rquickjs::{Ctx, Exception, Function, Object};
+use serde_json::Value;
+
+use crate::sandbox::GuestCall;
+
+/// A lookup the guest made with `hub.search` or `hub.describe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    Search,
+    Describe,
+}
+
+/// Something the guest asked the host for; `ticket` names the promise that waits for it.
+#[derive(Debug)]
+pub(crate) enum Request {
+    Call { ticket: u32, call: GuestCall },
+    Lookup { ticket: u32, kind: Lookup, args: Value },
+}
+
+/// Console lines kept within a byte budget.
+#[derive(Debug, Default)]
+pub(crate) struct Logs {
+    pub(crate) lines: Vec<String>,
+    pub(crate) truncated: bool,
+    remaining: usize,
+}
+
+impl Logs {
+    /// Keeps `line` if it fits (each line costs its bytes plus one for the newline); keeps the
+    /// part that fits of the first line that does not, and drops the rest. Returns the bytes
+    /// still free.
+    fn push(&mut self, line: &str) -> usize {
+        let cost = line.len() + 1;
+        if cost <= self.remaining {
+            self.lines.push(line.to_owned());
+            self.remaining -= cost;
+        } else {
+            self.truncated = true;
+            if self.remaining > 1 {
+                let cut = line.floor_char_boundary(self.remaining - 1);
+                self.lines.push(line[..cut].to_owned());
+            }
+            self.remaining = 0;
+        }
+        self.remaining
+    }
+}
+
+/// State the host functions share with the driver.
+#[derive(Debug)]
+pub(crate) struct Host {
+    requests: RefCell<Vec<Request>>,
+    next_ticket: Cell<u32>,
+    next_seq: Cell<u32>,
+    logs: RefCell<Logs>,
+}
+
+impl Host {
+    pub(crate) fn new(log_budget_bytes: usize) -> Rc<Host> {
+        Rc::new(Host {
+            requests: RefCell::new(Vec::new()),
+            next_ticket: Cell::new(0),
+            next_seq: Cell::new(0),
+            logs: RefCell::new(Logs { remaining: log_budget_bytes, ..Logs::default() }),
+        })
+    }
+
+    /// Requests made since the last call, in the order the guest made them.
+    pub(crate) fn take_requests(&self) -> Vec<Request> {
+        std::mem::take(&mut *self.requests.borrow_mut())
+    }
+
+    pub(crate) fn take_logs(&self) -> Logs {
+        std::mem::take(&mut *self.logs.borrow_mut())
+    }
+
+    fn ticket(&self) -> u32 {
+        let ticket = self.next_ticket.get();
+        self.next_ticket.set(ticket.wrapping_add(1));
+        ticket
+    }
+
+    /// The object handed to the prelude's `install`: `{ call, lookup, log }`.
+    pub(crate) fn object<'js>(self: &Rc<Self>, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+        let host = Object::new(ctx.clone())?;
+
+        let this = Rc::clone(self);
+        let call = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, address: String, args: String, options: String| -> rquickjs::Result<u32> {
+                let args: Value = parse_json(&ctx, &args, "tool arguments")?;
+                let options: Value = parse_json(&ctx, &options, "call options")?;
+                let seq = this.next_seq.get();
+                this.next_seq.set(seq.saturating_add(1));
+                let ticket = this.ticket();
+                this.requests
+                    .borrow_mut()
+                    .push(Request::Call { ticket, call: GuestCall { seq, address, args, options } });
+                Ok(ticket)
+            },
+        )?;
+        host.set("call", call)?;
+
+        let this = Rc::clone(self);
+        let lookup = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, kind: String, args: String| -> rquickjs::Result<u32> {
+                let kind = match kind.as_str() {
+                    "search" => Lookup::Search,
+                    "describe" => Lookup::Describe,
+                    _ => return Err(Exception::throw_type(&ctx, "unknown hub lookup")),
+                };
+                let args: Value = parse_json(&ctx, &args, "hub arguments")?;
+                let ticket = this.ticket();
+                this.requests.borrow_mut().push(Request::Lookup { ticket, kind, args });
+                Ok(ticket)
+            },
+        )?;
+        host.set("lookup", lookup)?;
+
+        let this = Rc::clone(self);
+        let log = Function::new(ctx.clone(), move |line: String| -> f64 {
+            // Budgets are far below 2^53, so the conversion is exact.
+            this.logs.borrow_mut().push(&line) as f64
+        })?;
+        host.set("log", log)?;
+
+        Ok(host)
+    }
+}
+
+fn parse_json(ctx: &Ctx<'_>, text: &str, what: &str) -> rquickjs::Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Exception::throw_type(ctx, &format!("{what} are not valid JSON for the host: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_keep_whole_lines_then_the_part_that_fits() {
+        let mut logs = Logs { remaining: 12, ..Logs::default() };
+        assert_eq!(logs.push("hello"), 6);
+        assert_eq!(logs.push("wörld!"), 0);
+        assert_eq!(logs.push("more"), 0);
+        assert_eq!(logs.lines, ["hello", "wörl"]);
+        assert!(logs.truncated);
+    }
+}
