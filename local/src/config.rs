@@ -63,7 +63,9 @@ impl HubConfig {
         names.sort();
         for name in names {
             if Namespace::new(&name).is_err() {
-                config.problems.push(format!("sources/{name}.json: not a valid namespace; the file is ignored"));
+                config
+                    .problems
+                    .push(format!("sources/{name}.json: not a valid namespace; the file is ignored"));
                 continue;
             }
             let source: SourceRecord = match read_json(store, &format!("sources/{name}.json")) {

@@ -1,32 +1,215 @@
 //! The local host: opens the store, builds the catalog and policy from it, and runs the core's
-//! engine with the native adapters.
+//! engine with the native adapters — the QuickJS sandbox, MCP sources, the keychain, the file
+//! store, the system clock and OS randomness.
+//!
+//! The engine's futures hold a JS runtime and are not `Send`, so every run is driven on a
+//! current-thread runtime: the CLI's own thread, or a thread of its own under `serve`.
 
-use anyhow::Result;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use capabilities_core::address::Namespace;
+use capabilities_core::limits::Limits;
+use capabilities_core::policy::CompiledPolicy;
+use capabilities_core::ports::{BoxFuture, Clock, Credentials, Entropy, Secrets, SecretsError};
+use capabilities_core::run::Engine;
+use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
+use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 
 use crate::cli::Settings;
-use crate::store::Store;
+use crate::config::HubConfig;
+use crate::store::{Store, is_run_id, now_ms};
+use crate::upstream::{PoolOptions, SourcePool};
 
 /// An open hub, ready to run code.
 pub struct Host {
     store: Store,
+    config: HubConfig,
+    surface: Surface,
+    pool: SourcePool,
+    limits: Limits,
 }
 
 impl Host {
     pub fn open(settings: &Settings) -> Result<Host> {
         let store = Store::open(&settings.home)?;
-        Ok(Host { store })
+        for warning in &store.warnings {
+            tracing_warn(warning);
+        }
+        let config = HubConfig::load(&store);
+        for problem in &config.problems {
+            tracing_warn(problem);
+        }
+        let catalog = config.catalog();
+        let policy = CompiledPolicy::new(config.policy.clone()).unwrap_or_else(|err| {
+            tracing_warn(&format!(
+                "policies/policy.json is invalid ({err}); every tool asks until it is fixed"
+            ));
+            CompiledPolicy::default()
+        });
+        let pool = SourcePool::with_sources(
+            PoolOptions::default(),
+            config.sources.iter().map(|(s, _, _)| s.spec.clone()),
+        );
+        let limits = Limits::DEFAULT;
+        let surface = Surface::new(catalog, policy, limits);
+        Ok(Host { store, config, surface, pool, limits })
     }
 
     pub fn store(&self) -> &Store {
         &self.store
     }
 
-    pub fn execute(&self, _code: &str) -> Result<Envelope> {
-        anyhow::bail!("the run engine is not wired into this build yet")
+    pub fn config(&self) -> &HubConfig {
+        &self.config
     }
 
-    pub fn show_run(&self, _id: &str) -> Result<Option<Envelope>> {
-        Ok(None)
+    pub fn surface(&self) -> &Surface {
+        &self.surface
+    }
+
+    /// Runs `code` as a new run, on this thread.
+    pub fn execute(&self, code: &str) -> Result<Envelope> {
+        self.with_engine(Op::Execute(code))
+    }
+
+    /// Resumes a run, on this thread.
+    pub fn resume(&self, run_id: &str) -> Result<Envelope> {
+        self.with_engine(Op::Resume(run_id))
+    }
+
+    /// Cancels a run.
+    pub fn cancel(&self, run_id: &str) -> Result<Envelope> {
+        self.with_engine(Op::Cancel(run_id))
+    }
+
+    /// A stored run as an envelope, without running anything.
+    pub fn show_run(&self, run_id: &str) -> Result<Option<Envelope>> {
+        if !is_run_id(run_id) {
+            return Ok(None);
+        }
+        let Some(run) = self.store.load_run_sync(run_id).map_err(|e| anyhow::anyhow!("{e}"))? else {
+            return Ok(None);
+        };
+        let calls = self
+            .store
+            .read_journal_sync(run_id)
+            .map(|entries| {
+                capabilities_core::run::fold_journal(&entries)
+                    .into_values()
+                    .map(|c| capabilities_core::surface::envelope::CallSummary {
+                        address: c.address,
+                        ok: c.outcome.as_ref().is_some_and(|o| o.is_ok()),
+                        ms: c.ms,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Some(Envelope::from_run(&run, calls, &self.limits)))
+    }
+
+    fn with_engine(&self, op: Op<'_>) -> Result<Envelope> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the run's async runtime")?;
+        let started = Instant::now();
+        let sandbox = QuickJs::with_cancel(
+            ComputeMeter::clock(move || started.elapsed().as_micros() as u64),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let secrets = LocalSecrets { config: &self.config };
+        let engine = Engine {
+            catalog: &self.surface.catalog,
+            policy: &self.surface.policy,
+            lookup: &self.surface,
+            sandbox: &sandbox,
+            upstream: &self.pool,
+            secrets: &secrets,
+            store: &self.store,
+            clock: &SystemClock,
+            entropy: &OsEntropy,
+            limits: self.limits,
+        };
+        Ok(runtime.block_on(async {
+            match op {
+                Op::Execute(code) => engine.execute(code).await,
+                Op::Resume(id) => engine.resume(id).await,
+                Op::Cancel(id) => engine.cancel(id).await,
+            }
+        }))
+    }
+}
+
+/// What to do with the engine.
+enum Op<'a> {
+    Execute(&'a str),
+    Resume(&'a str),
+    Cancel(&'a str),
+}
+
+fn tracing_warn(message: &str) {
+    eprintln!("warning: {message}");
+}
+
+/// Wall-clock time from the OS.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        now_ms()
+    }
+}
+
+/// Randomness from the OS.
+#[derive(Debug, Clone, Copy)]
+pub struct OsEntropy;
+
+impl Entropy for OsEntropy {
+    fn fill(&self, buf: &mut [u8]) {
+        // Without OS randomness nothing the hub makes is safe to use; stopping is right.
+        getrandom::fill(buf).expect("the OS random number generator is available");
+    }
+}
+
+/// Credentials for a call. Sources without credential slots need none; values for slots come
+/// from the keychain (with the local hub work).
+struct LocalSecrets<'a> {
+    config: &'a HubConfig,
+}
+
+impl Secrets for LocalSecrets<'_> {
+    fn resolve<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        connection: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Credentials, SecretsError>> {
+        Box::pin(async move {
+            let Some((_, _, connections)) =
+                self.config.sources.iter().find(|(s, _, _)| s.spec.namespace == namespace.as_str())
+            else {
+                return Ok(Credentials::default());
+            };
+            let Some(name) = connection else { return Ok(Credentials::default()) };
+            let Some(record) = connections.connections.iter().find(|c| c.name == name) else {
+                return Err(SecretsError::UnknownConnection {
+                    namespace: namespace.to_string(),
+                    connection: name.to_owned(),
+                    known: connections.connections.iter().map(|c| c.name.clone()).collect(),
+                });
+            };
+            if record.slots.is_empty() {
+                return Ok(Credentials { connection: Some(name.to_owned()), values: Vec::new() });
+            }
+            Err(SecretsError::Missing {
+                namespace: namespace.to_string(),
+                connection: name.to_owned(),
+                slots: record.slots.clone(),
+            })
+        })
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod host;
 pub mod store;
 pub mod upstream;

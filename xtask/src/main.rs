@@ -119,10 +119,11 @@ fn ensure_nextest() -> Result<()> {
 fn ensure_node_packages() -> Result<()> {
     let lock = Path::new("node/package-lock.json");
     let installed = Path::new("node/node_modules/.package-lock.json");
-    let fresh = match (lock.metadata().and_then(|m| m.modified()), installed.metadata().and_then(|m| m.modified())) {
-        (Ok(lock), Ok(installed)) => installed >= lock,
-        _ => false,
-    };
+    let fresh =
+        match (lock.metadata().and_then(|m| m.modified()), installed.metadata().and_then(|m| m.modified())) {
+            (Ok(lock), Ok(installed)) => installed >= lock,
+            _ => false,
+        };
     if fresh {
         return Ok(());
     }

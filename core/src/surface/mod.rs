@@ -1,6 +1,78 @@
 //! The MCP surface: the three tools (`search`, `describe`, `execute`), their arguments and the
 //! text and envelopes they return. The only module that knows MCP's wire shapes.
 
-pub mod envelope;
 pub mod describe;
+pub mod envelope;
 pub mod search;
+
+use serde_json::Value;
+
+use crate::address::ToolAddress;
+use crate::catalog::Catalog;
+use crate::index::Index;
+use crate::limits::Limits;
+use crate::policy::{CompiledPolicy, Effect};
+
+/// What `search` and `describe` read: the catalog, its index and the policy that hides or marks
+/// tools. Built once per catalog change; shared by the MCP tools and by `hub.*` inside code.
+#[derive(Debug)]
+pub struct Surface {
+    pub catalog: Catalog,
+    pub index: Index,
+    pub policy: CompiledPolicy,
+    pub limits: Limits,
+}
+
+impl Surface {
+    pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits) -> Surface {
+        let index = Index::build(&catalog);
+        Surface { catalog, index, policy, limits }
+    }
+
+    /// What policy would do with a call to `address` on its default connection.
+    pub fn effect(&self, address: &ToolAddress) -> Effect {
+        let Some(source) = self.catalog.source(&address.namespace) else { return Effect::Deny };
+        let Some(tool) = source.manifest.tool(&address.tool) else { return Effect::Deny };
+        self.policy.listing_effect(address, tool, source.default_connection.as_deref())
+    }
+
+    /// The `search` tool: its arguments checked, its text rendered.
+    pub fn search(&self, arguments: &Value) -> Result<String, String> {
+        let args =
+            search::SearchArgs::parse(arguments, &self.catalog, &self.limits).map_err(|e| e.to_string())?;
+        Ok(search::render(&self.catalog, &self.index, &args, &|a| self.effect(a)))
+    }
+
+    /// The `describe` tool: `{ "targets": [...] }`.
+    pub fn describe(&self, arguments: &Value) -> Result<String, String> {
+        let targets = match arguments.get("targets") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|t| t.as_str().map(str::to_owned).ok_or("every target must be a string"))
+                .collect::<Result<Vec<String>, _>>()?,
+            Some(Value::String(one)) => vec![one.clone()],
+            _ => {
+                return Err("describe takes `targets`: a list of 1 to 10 addresses (`github.createIssue`), \
+                            namespaces (`github`) or type names (`github.Issue`)"
+                    .to_owned());
+            }
+        };
+        describe::describe(
+            &self.catalog,
+            &targets,
+            &|a| self.effect(a) != Effect::Deny,
+            self.limits.describe_tokens,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl crate::run::Lookup for Surface {
+    fn search(&self, args: Value) -> Result<String, String> {
+        Surface::search(self, &args)
+    }
+
+    fn describe(&self, args: Value) -> Result<String, String> {
+        Surface::describe(self, &args)
+    }
+}
