@@ -15,12 +15,16 @@ use crate::manifest::Tool;
 
 pub(super) fn build(catalog: &Catalog) -> Index {
     let mut builder = Builder::default();
+    let tools: usize = catalog.sources.iter().map(|s| s.manifest.tools.len()).sum();
+    builder.addresses.reserve(tools);
+    builder.lengths.reserve(tools);
     let mut namespaces: Vec<(Namespace, Range<u32>)> = Vec::with_capacity(catalog.sources.len());
+    let mut texts = Vec::new();
     for source in &catalog.sources {
         let ns = &source.manifest.namespace;
         let start = to_u32(builder.addresses.len());
         for tool in &source.manifest.tools {
-            builder.add(ns, tool);
+            builder.add(ns, tool, &mut texts);
         }
         namespaces.push((ns.clone(), start..to_u32(builder.addresses.len())));
     }
@@ -40,8 +44,11 @@ struct Builder {
     surface: HashMap<Box<str>, u32, FxBuild>,
     terms: HashMap<Box<str>, u32, FxBuild>,
     texts: Vec<Box<str>>,
-    /// Per term, `(document, frequency per field)`.
-    postings: Vec<Vec<(u32, [u16; FIELD_COUNT])>>,
+    /// `(term, document, frequency per field)`, in document order; one flat list is cheaper
+    /// to grow than a list per term.
+    postings: Vec<(u32, u32, [u16; FIELD_COUNT])>,
+    /// Documents per term.
+    df: Vec<u32>,
     /// Per document, tokens per field.
     lengths: Vec<[u16; FIELD_COUNT]>,
     /// Frequencies of the document being added, by term id, and the terms it touched.
@@ -51,7 +58,8 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(&mut self, ns: &Namespace, tool: &Tool) {
+    /// Adds one tool; `texts` is scratch space kept across tools.
+    fn add<'a>(&mut self, ns: &Namespace, tool: &'a Tool, texts: &mut Vec<(&'a str, Field)>) {
         let doc = to_u32(self.addresses.len());
         self.addresses.push(ToolAddress::new(ns.clone(), tool.ident.clone()));
         let mut len = [0u16; FIELD_COUNT];
@@ -63,19 +71,28 @@ impl Builder {
             self.words(source, Field::Name, &mut len, true);
         }
         self.words(ns.as_str(), Field::Namespace, &mut len, false);
-        self.words(&record.description, Field::Description, &mut len, false);
+
+        // Gather the texts first, then read them: the gathering chases pointers through the
+        // schema, and with nothing between one property and the next the processor can have
+        // several of those reads in flight at once.
+        texts.clear();
+        texts.push((&record.description, Field::Description));
         if let Some(Value::Object(props)) = member(&record.input_schema, "properties") {
             for (name, schema) in props {
-                self.words(name, Field::ParamNames, &mut len, false);
+                texts.push((name, Field::ParamNames));
                 if let Some(Value::String(d)) = member(schema, "description") {
-                    self.words(d, Field::ParamDescriptions, &mut len, false);
+                    texts.push((d, Field::ParamDescriptions));
                 }
             }
+        }
+        for &(text, field) in texts.iter() {
+            self.words(text, field, &mut len, false);
         }
 
         for term in self.touched.drain(..) {
             let tf = std::mem::take(&mut self.current[term as usize]);
-            self.postings[term as usize].push((doc, tf));
+            self.postings.push((term, doc, tf));
+            self.df[term as usize] += 1;
         }
         self.lengths.push(len);
     }
@@ -130,7 +147,7 @@ impl Builder {
                     let stemmed: Box<str> = stemmed.into();
                     self.terms.insert(stemmed.clone(), id);
                     self.texts.push(stemmed);
-                    self.postings.push(Vec::new());
+                    self.df.push(0);
                     self.current.push([0; FIELD_COUNT]);
                     id
                 }
@@ -170,22 +187,31 @@ impl Builder {
             })
             .collect();
 
-        let total: usize = self.postings.iter().map(Vec::len).sum();
-        let mut offsets = Vec::with_capacity(self.postings.len() + 1);
-        let mut docs = Vec::with_capacity(total);
-        let mut weights = Vec::with_capacity(total);
-        offsets.push(0);
-        for list in &self.postings {
-            let df = list.len() as f32;
-            let idf = (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln();
-            for &(doc, tf) in list {
-                let norm = &norms[doc as usize];
-                let pseudo: f32 = (0..FIELD_COUNT).map(|f| f32::from(tf[f]) * norm[f]).sum();
-                docs.push(doc);
-                // Never 0: a search counts a tool as matched once its score leaves 0.
-                weights.push((idf * pseudo / (K1 + pseudo)).max(f32::MIN_POSITIVE));
-            }
-            offsets.push(to_u32(docs.len()));
+        // Lay postings out term by term; within a term they stay in document order.
+        let mut offsets = Vec::with_capacity(self.df.len() + 1);
+        offsets.push(0u32);
+        for &df in &self.df {
+            offsets.push(offsets[offsets.len() - 1] + df);
+        }
+        let idf: Vec<f32> = self
+            .df
+            .iter()
+            .map(|&df| {
+                let df = df as f32;
+                (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let mut next: Vec<u32> = offsets[..self.df.len()].to_vec();
+        let mut docs = vec![0u32; self.postings.len()];
+        let mut weights = vec![0f32; self.postings.len()];
+        for &(term, doc, tf) in &self.postings {
+            let norm = &norms[doc as usize];
+            let pseudo: f32 = (0..FIELD_COUNT).map(|f| f32::from(tf[f]) * norm[f]).sum();
+            let slot = &mut next[term as usize];
+            docs[*slot as usize] = doc;
+            // Never 0: a search counts a tool as matched once its score leaves 0.
+            weights[*slot as usize] = (idf[term as usize] * pseudo / (K1 + pseudo)).max(f32::MIN_POSITIVE);
+            *slot += 1;
         }
 
         // Rank by address: namespaces in order, then tools within each, which is cheaper than
