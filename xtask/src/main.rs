@@ -61,6 +61,14 @@ fn test() -> Result<()> {
 
 fn wasm() -> Result<()> {
     ensure_wasm_target()?;
+    for tool in ["clang", "wasm-ld"] {
+        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+        if !found {
+            bail!(
+                "`{tool}` is missing: QuickJS's C code needs clang and lld for wasm32 (apt-get install clang lld)"
+            );
+        }
+    }
     step(
         "core for wasm32",
         cargo(&["build", "--locked", "-p", "capabilities-core", "--target", WASM_TARGET]),
