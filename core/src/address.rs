@@ -16,6 +16,11 @@ pub const MAX_NAMESPACE_LEN: usize = 32;
 
 /// Words a namespace may not take: JavaScript reserved words and the sandbox's own globals.
 const RESERVED_NAMESPACES: &[&str] = &[
+    // TypeScript type operators: `readonly.Thing` cannot be written in a declaration.
+    "readonly",
+    "keyof",
+    "unique",
+    "infer",
     // Globals the guest prelude defines or the language owns.
     "hub",
     "console",
