@@ -40,6 +40,8 @@ pub enum HubCommand {
     Exec(commands::exec::ExecArgs),
     /// List runs, or show one.
     Runs(commands::runs::RunsArgs),
+    /// Serve the hub's MCP endpoint (`search`, `describe`, `execute`) to an agent.
+    Serve(commands::serve::ServeArgs),
 }
 
 /// Everything a command needs, resolved once from flags and the environment.
@@ -74,6 +76,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
         Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
+        Command::Hub(HubCommand::Serve(args)) => commands::serve::run(&settings, args),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 
 pub mod exec;
 pub mod runs;
+pub mod serve;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -1,0 +1,209 @@
+//! The MCP server handler: `tools/list` answers with the three definitions, `tools/call` sends
+//! `search` and `describe` to the surface and `execute` to the engine. Nothing here changes
+//! configuration or records a decision.
+
+use anyhow::Result;
+use capabilities_core::limits::Limits;
+use capabilities_core::surface::envelope::Envelope;
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::Value;
+
+use super::tools;
+use crate::cli::Settings;
+use crate::host::Host;
+
+/// Serves the three tools over one hub. The hub is opened afresh for every call, on a thread of
+/// its own, so each call sees the current sources and policy, and the engine's runtime (which
+/// is not `Send`) never meets the server's.
+#[derive(Debug, Clone)]
+pub struct HubServer {
+    settings: Settings,
+    limits: Limits,
+}
+
+impl HubServer {
+    pub fn new(settings: Settings) -> HubServer {
+        HubServer { settings, limits: Limits::DEFAULT }
+    }
+
+    /// Answers one `tools/call` for `name` with `arguments`.
+    pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        let request = match name {
+            tools::SEARCH => Request::Search(arguments),
+            tools::DESCRIBE => Request::Describe(arguments),
+            tools::EXECUTE => match parse_execute(&arguments, &self.limits) {
+                Ok(request) => request,
+                Err(message) => return error_text(message),
+            },
+            other => {
+                return error_text(format!(
+                    "there is no tool `{other}`: this server has `search`, `describe` and `execute`"
+                ));
+            }
+        };
+        let settings = self.settings.clone();
+        match on_own_thread(move || answer(&settings, request)).await {
+            Ok(result) => result,
+            Err(err) => error_text(format!("{err:#}")),
+        }
+    }
+}
+
+/// One call, its arguments checked.
+#[derive(Debug)]
+enum Request {
+    Search(Value),
+    Describe(Value),
+    Execute(String),
+    Resume(String),
+}
+
+/// `execute` takes exactly one of `code` and `resume`, each a string.
+fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> {
+    let field = |name: &str| -> Result<Option<String>, String> {
+        match arguments.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(_) => Err(format!("`{name}` must be a string")),
+        }
+    };
+    if let Some(extra) = arguments.as_object().and_then(|o| o.keys().find(|k| *k != "code" && *k != "resume"))
+    {
+        return Err(format!("execute takes `code` or `resume`, not `{extra}`"));
+    }
+    match (field("code")?, field("resume")?) {
+        (Some(_), Some(_)) => {
+            Err("send either `code` (a new run) or `resume` (a runId to continue), not both".to_owned())
+        }
+        (None, None) => {
+            Err("execute needs `code` (JavaScript to run) or `resume` (the runId of a waiting run)"
+                .to_owned())
+        }
+        (Some(code), None) if code.len() > limits.code_bytes => Err(format!(
+            "`code` is {} bytes, over the limit of {}: split the work into smaller runs",
+            code.len(),
+            limits.code_bytes
+        )),
+        (Some(code), None) if code.trim().is_empty() => {
+            Err("`code` is empty: send the body of an async function".to_owned())
+        }
+        (Some(code), None) => Ok(Request::Execute(code)),
+        (None, Some(run_id)) => Ok(Request::Resume(run_id)),
+    }
+}
+
+/// Opens the hub and answers `request`, on the calling thread.
+fn answer(settings: &Settings, request: Request) -> Result<CallToolResult> {
+    let host = Host::open(settings)?;
+    Ok(match request {
+        Request::Search(args) => text_result(host.surface().search(&args)),
+        Request::Describe(args) => text_result(host.surface().describe(&args)),
+        Request::Execute(code) => envelope_result(&host.execute(&code)?),
+        Request::Resume(run_id) => envelope_result(&host.resume(&run_id)?),
+    })
+}
+
+/// Runs `work` on a new thread and waits for it without blocking the server's runtime.
+async fn on_own_thread<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new().name("capabilities-call".to_owned()).spawn(move || {
+        let _ = tx.send(work());
+    })?;
+    rx.await.map_err(|_| anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))?
+}
+
+fn text_result(outcome: Result<String, String>) -> CallToolResult {
+    match outcome {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(message) => error_text(message),
+    }
+}
+
+fn error_text(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+/// The envelope as structured content plus one compact line of text. `isError` is set only for
+/// a failed run: the call did not do what the code asked, and clients that look only at
+/// `isError` should see that. Completed, waiting and cancelled runs are answers, not errors.
+pub fn envelope_result(envelope: &Envelope) -> CallToolResult {
+    let mut result = CallToolResult::structured(envelope.to_value());
+    result.content = vec![ContentBlock::text(envelope.to_line())];
+    result.is_error = Some(envelope.status == "failed");
+    result
+}
+
+impl ServerHandler for HubServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("capabilities", env!("CARGO_PKG_VERSION")))
+            .with_instructions(tools::INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools::definitions(&self.limits)))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::definition(name, &self.limits)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.call(&request.name, arguments).await.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(arguments: Value, expect: expect_test::Expect) {
+        let got = match parse_execute(&arguments, &Limits::DEFAULT) {
+            Ok(request) => format!("{request:?}"),
+            Err(message) => format!("error: {message}"),
+        };
+        expect.assert_eq(&got);
+    }
+
+    #[test]
+    fn execute_arguments() {
+        use expect_test::expect;
+        use serde_json::json;
+        check(json!({"code": "return 1"}), expect![[r#"Execute("return 1")"#]]);
+        check(json!({"resume": "r1"}), expect![[r#"Resume("r1")"#]]);
+        check(
+            json!({"code": "1", "resume": "r1"}),
+            expect!["error: send either `code` (a new run) or `resume` (a runId to continue), not both"],
+        );
+        check(
+            json!({}),
+            expect![
+                "error: execute needs `code` (JavaScript to run) or `resume` (the runId of a waiting run)"
+            ],
+        );
+        check(json!({"code": 7}), expect!["error: `code` must be a string"]);
+        check(json!({"code": "  "}), expect!["error: `code` is empty: send the body of an async function"]);
+        check(json!({"cmd": "x"}), expect!["error: execute takes `code` or `resume`, not `cmd`"]);
+        check(
+            json!({"code": "x".repeat(64 * 1024 + 1)}),
+            expect![
+                "error: `code` is 65537 bytes, over the limit of 65536: split the work into smaller runs"
+            ],
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! The hub's own MCP endpoint: exactly three tools (`search`, `describe`, `execute`) over
+//! stdio, for agents on this machine.
+
+pub mod handler;
+pub mod tools;
+
+use anyhow::{Context, Result};
+use rmcp::ServiceExt;
+
+pub use handler::HubServer;
+
+use crate::cli::Settings;
+
+/// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
+pub async fn serve_stdio(settings: Settings) -> Result<()> {
+    let service = HubServer::new(settings)
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the MCP server on stdio")?;
+    service.waiting().await.context("serving MCP on stdio")?;
+    Ok(())
+}
