@@ -5,5 +5,6 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod host;
+pub mod sources;
 pub mod store;
 pub mod upstream;
