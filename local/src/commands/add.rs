@@ -221,7 +221,7 @@ mod tests {
             stdio("node node/node_modules/@modelcontextprotocol/server-memory/dist/index.js"),
             "memory"
         );
-        assert_eq!(stdio("uvx mcp-server-fetch@1.2"), "fetch");
+        assert_eq!(stdio("uvx mcp-server-git@1.2"), "git");
         assert_eq!(http("https://mcp.linear.app/sse"), "linear");
         assert_eq!(http("https://api.githubcopilot.com/mcp/"), "githubcopilot");
     }

@@ -1,3 +1,4 @@
 //! The integration tests of the `capabilities` crate, one binary with a module per area.
 
+mod cli;
 mod upstream;
