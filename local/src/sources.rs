@@ -8,7 +8,7 @@ use std::io::{BufRead, Write as _};
 use anyhow::{Context, Result, bail};
 use capabilities_core::address::Namespace;
 use capabilities_core::manifest::{self, Manifest, ManifestDiff};
-use capabilities_core::policy::{PolicyState, Proposal, ToolClass, propose};
+use capabilities_core::policy::{Effect, Policy, PolicyState, Proposal, RuleTarget, ToolClass, propose};
 use capabilities_core::ports::Credentials;
 use serde_json::Value;
 
@@ -259,6 +259,23 @@ pub fn accept(policy: &mut PolicyState, items: &[ReviewItem]) {
     }
 }
 
+/// Pins every tool like [`accept`], with the effect the person chose for each: a choice that
+/// differs from what policy does by default becomes a tool rule (an allow pinned to the
+/// contract); choosing the default drops an earlier tool rule.
+pub fn accept_adjusted(policy: &mut PolicyState, items: &[ReviewItem], chosen: &[Effect]) -> Result<()> {
+    accept(policy, items);
+    let mut rules = Policy::new(std::mem::take(&mut policy.rules))
+        .context("policies/policy.json is invalid; fix it, then review again")?;
+    for (item, effect) in items.iter().zip(chosen) {
+        rules.remove(&RuleTarget::Tool(item.proposal.address.clone()), None);
+        if let Some(rule) = item.proposal.rule_for(*effect) {
+            rules.set(rule)?;
+        }
+    }
+    policy.rules = rules.rules().to_vec();
+    Ok(())
+}
+
 /// Shows the review for `items` on stderr and, when the person accepts (or `yes`), pins them in
 /// the stored policy. Returns whether they were accepted.
 pub fn review(settings: &Settings, store: &Store, items: &[ReviewItem], yes: bool) -> Result<bool> {
@@ -267,26 +284,66 @@ pub fn review(settings: &Settings, store: &Store, items: &[ReviewItem], yes: boo
         return Ok(true);
     }
     eprint!("{}", render_review(items));
-    let accepted = if yes {
-        true
+    let answer = if yes {
+        Answer::Accept
     } else if settings.no_input {
         eprintln!(
             "left unreviewed: these tools ask on every call until you run `capabilities hub review` \
              (or pass `--yes` to accept the proposal)"
         );
-        false
+        Answer::Leave
     } else {
-        ask(settings, "Accept the proposal? [Y/n] ", true)?
+        match read_line("Accept the proposal? [Y]es, [n]o, [e]dit each tool: ")?.to_ascii_lowercase().as_str()
+        {
+            "" | "y" | "yes" => Answer::Accept,
+            "e" | "edit" => Answer::Edit,
+            _ => Answer::Leave,
+        }
     };
-    if accepted {
-        let mut policy = load_policy(store)?;
-        accept(&mut policy, items);
-        save_policy(store, &policy)?;
-        eprintln!("accepted {} tool{}", items.len(), if items.len() == 1 { "" } else { "s" });
-    } else if !settings.no_input {
-        eprintln!("left unreviewed: they ask on every call until `capabilities hub review`");
+    let mut policy = load_policy(store)?;
+    match answer {
+        Answer::Accept => accept(&mut policy, items),
+        Answer::Edit => {
+            let mut chosen = Vec::with_capacity(items.len());
+            for item in items {
+                chosen.push(choose_effect(item)?);
+            }
+            accept_adjusted(&mut policy, items, &chosen)?;
+        }
+        Answer::Leave => {
+            if !settings.no_input {
+                eprintln!("left unreviewed: they ask on every call until `capabilities hub review`");
+            }
+            return Ok(false);
+        }
     }
-    Ok(accepted)
+    save_policy(store, &policy)?;
+    eprintln!("accepted {} tool{}", items.len(), if items.len() == 1 { "" } else { "s" });
+    Ok(true)
+}
+
+enum Answer {
+    Accept,
+    Edit,
+    Leave,
+}
+
+fn choose_effect(item: &ReviewItem) -> Result<Effect> {
+    let proposed = match item.proposal.effect {
+        Effect::Allow => "allow",
+        Effect::Ask => "ask",
+        _ => "deny",
+    };
+    loop {
+        let prompt = format!("  {} [a]llow, a[s]k, [d]eny (Enter: {proposed}): ", item.proposal.address);
+        match read_line(&prompt)?.to_ascii_lowercase().as_str() {
+            "" => return Ok(item.proposal.effect),
+            "a" | "allow" => return Ok(Effect::Allow),
+            "s" | "ask" => return Ok(Effect::Ask),
+            "d" | "deny" => return Ok(Effect::Deny),
+            _ => eprintln!("  answer a, s or d"),
+        }
+    }
 }
 
 /// Asks a yes/no question on stderr and reads one line. Enter takes `default`.
@@ -340,6 +397,41 @@ fn indent(text: &str) -> String {
 mod tests {
     use super::*;
     use expect_test::expect;
+
+    #[test]
+    fn adjusting_a_proposal_leaves_only_the_rules_that_differ_from_the_default() {
+        let entries: Vec<Value> =
+            serde_json::from_str(include_str!("../../core/tests/data/tools/memory.json")).unwrap();
+        let manifest = build_manifest(&Namespace::new("memory").unwrap(), &entries);
+        let items = needs_review(&manifest, &PolicyState::default(), None);
+        let chosen: Vec<Effect> = items
+            .iter()
+            .map(|i| match i.proposal.address.to_string().as_str() {
+                "memory.readGraph" => Effect::Deny,       // read-only, refused
+                "memory.createEntities" => Effect::Allow, // a write, allowed for this contract
+                _ => i.proposal.effect,
+            })
+            .collect();
+        let mut policy = PolicyState::default();
+        accept_adjusted(&mut policy, &items, &chosen).unwrap();
+        assert_eq!(policy.reviewed.len(), 9);
+        let rules: Vec<String> = policy
+            .rules
+            .iter()
+            .map(|r| format!("{} {:?} pinned={}", r.target, r.effect, r.pinned.is_some()))
+            .collect();
+        expect![[r#"
+            [
+                "memory.createEntities Allow pinned=true",
+                "memory.readGraph Deny pinned=false",
+            ]
+        "#]]
+        .assert_debug_eq(&rules);
+        // Choosing the defaults again drops the rules.
+        let defaults: Vec<Effect> = items.iter().map(|i| i.proposal.effect).collect();
+        accept_adjusted(&mut policy, &items, &defaults).unwrap();
+        assert!(policy.rules.is_empty());
+    }
 
     #[test]
     fn command_lines_quote_what_a_shell_would_split() {

@@ -28,11 +28,13 @@ pub struct AddArgs {
     #[arg(long)]
     pub namespace: Option<String>,
     /// For a stdio server: `NAME` declares an environment variable that carries a credential
-    /// (its value is never stored here); `NAME=VALUE` sets a plain, non-secret value.
+    /// (its value is never stored here); `NAME=VALUE` sets a plain, non-secret value. To read
+    /// the tools now, a credential's value is taken from the same variable in this shell.
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
     /// For an HTTP server: a header that carries a credential. `Authorization` is sent as
-    /// `Bearer <value>`, any other header as the bare value.
+    /// `Bearer <value>`, any other header as the bare value. To read the tools now, the value is
+    /// taken from the environment variable named like the header (`X-Api-Key` → `X_API_KEY`).
     #[arg(long = "header", value_name = "NAME")]
     pub header: Vec<String>,
     /// Consent to run the command and accept the proposed policy without prompting.
