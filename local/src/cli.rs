@@ -42,6 +42,20 @@ pub enum HubCommand {
     Runs(commands::runs::RunsArgs),
     /// Serve the hub's MCP endpoint (`search`, `describe`, `execute`) to an agent.
     Serve(commands::serve::ServeArgs),
+    /// Add a source from a URL, or a local command line after `--`, then review its tools.
+    Add(commands::add::AddArgs),
+    /// List the sources, with their transport, tool count and connections.
+    List(commands::list::ListArgs),
+    /// Remove a source with its manifest, connections and policy entries.
+    Remove(commands::remove::RemoveArgs),
+    /// Read tool lists again and show what changed upstream.
+    Refresh(commands::refresh::RefreshArgs),
+    /// Decide the tools that are new or changed since they were accepted.
+    Review(commands::review::ReviewArgs),
+    /// Decide the calls a run waits for, then resume it.
+    Approve(commands::approve::ApproveArgs),
+    /// Cancel a run.
+    Cancel(commands::cancel::CancelArgs),
 }
 
 /// Everything a command needs, resolved once from flags and the environment.
@@ -77,6 +91,13 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
         Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
         Command::Hub(HubCommand::Serve(args)) => commands::serve::run(&settings, args),
+        Command::Hub(HubCommand::Add(args)) => commands::add::run(&settings, args),
+        Command::Hub(HubCommand::List(args)) => commands::list::run(&settings, args),
+        Command::Hub(HubCommand::Remove(args)) => commands::remove::run(&settings, args),
+        Command::Hub(HubCommand::Refresh(args)) => commands::refresh::run(&settings, args),
+        Command::Hub(HubCommand::Review(args)) => commands::review::run(&settings, args),
+        Command::Hub(HubCommand::Approve(args)) => commands::approve::run(&settings, args),
+        Command::Hub(HubCommand::Cancel(args)) => commands::cancel::run(&settings, args),
     };
     match result {
         Ok(code) => code,

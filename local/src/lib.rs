@@ -6,5 +6,6 @@ pub mod commands;
 pub mod config;
 pub mod host;
 pub mod serve;
+pub mod sources;
 pub mod store;
 pub mod upstream;

@@ -1,7 +1,14 @@
 //! One file per command. Each takes [`Settings`](crate::cli::Settings) and its own args, prints
 //! data to stdout and logs to stderr, and returns an exit code from [`Exit`].
 
+pub mod add;
+pub mod approve;
+pub mod cancel;
 pub mod exec;
+pub mod list;
+pub mod refresh;
+pub mod remove;
+pub mod review;
 pub mod runs;
 pub mod serve;
 

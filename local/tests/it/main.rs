@@ -1,4 +1,5 @@
 //! The integration tests of the `capabilities` crate, one binary with a module per area.
 
+mod cli;
 mod serve;
 mod upstream;

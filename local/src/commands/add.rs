@@ -1,0 +1,230 @@
+//! `capabilities hub add`: register one source from a URL or a stdio command line, read its
+//! tools, and review them.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use capabilities_core::address::Namespace;
+use clap::Args;
+
+use super::{Exit, UsageError, print_stdout};
+use crate::cli::Settings;
+use crate::config::SourceRecord;
+use crate::sources;
+use crate::store::{Store, now_ms};
+use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The URL of a streamable HTTP MCP server. For a local server, give its command line after
+    /// `--` instead: `capabilities hub add -- npx -y @scope/server`.
+    pub url: Option<String>,
+    /// The command line of a local stdio server (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// The namespace the tools live under in code (`ns.tool(...)`); proposed from the URL's
+    /// host or the package name when left out.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// For a stdio server: `NAME` declares an environment variable that carries a credential
+    /// (its value is never stored here); `NAME=VALUE` sets a plain, non-secret value. To read
+    /// the tools now, a credential's value is taken from the same variable in this shell.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// For an HTTP server: a header that carries a credential. `Authorization` is sent as
+    /// `Bearer <value>`, any other header as the bare value. To read the tools now, the value is
+    /// taken from the environment variable named like the header (`X-Api-Key` → `X_API_KEY`).
+    #[arg(long = "header", value_name = "NAME")]
+    pub header: Vec<String>,
+    /// Consent to run the command and accept the proposed policy without prompting.
+    #[arg(long, short)]
+    pub yes: bool,
+}
+
+pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let transport = transport(&args)?;
+    let namespace = match &args.namespace {
+        Some(raw) => Namespace::new(raw).map_err(|e| {
+            UsageError(format!("`{raw}` is not a valid namespace ({e}); pick another with `--namespace`"))
+        })?,
+        None => suggest(&transport),
+    };
+    let ns = namespace.as_str();
+    if store.root().join(sources::source_path(ns)).is_file() {
+        return Err(UsageError(format!(
+            "a source named `{ns}` exists already: re-read its tools with `capabilities hub refresh {ns}`, \
+             remove it with `capabilities hub remove {ns}`, or pick another name with `--namespace`"
+        ))
+        .into());
+    }
+    let spec = SourceSpec { namespace: ns.to_owned(), transport };
+    if let Some(line) = sources::command_line(&spec) {
+        eprintln!("source `{ns}` runs this command on your machine, as you:\n  {line}");
+        if !args.yes {
+            if settings.no_input {
+                return Err(UsageError(
+                    "running a local command needs your consent: check the command above and pass `--yes`"
+                        .into(),
+                )
+                .into());
+            }
+            if !sources::ask(settings, "Run it? [y/N] ", false)? {
+                bail!("nothing was added; run `capabilities hub add` again to change the command");
+            }
+        }
+    }
+    eprintln!("reading the tools of `{ns}`…");
+    let entries = sources::read_tools(&spec, &sources::credentials_from_env(&spec))?;
+    let manifest = sources::build_manifest(&namespace, &entries);
+    let record = SourceRecord { spec: spec.clone(), added_ms: now_ms() };
+    sources::write_new_source(&store, &record, &manifest, &sources::connections_for(&spec))?;
+    print_stdout(&format!(
+        "added `{ns}` with {} tool{}\n",
+        manifest.tools.len(),
+        if manifest.tools.len() == 1 { "" } else { "s" }
+    ))?;
+    let policy = sources::load_policy(&store)?;
+    let items = sources::needs_review(&manifest, &policy, None);
+    sources::review(settings, &store, &items, args.yes)?;
+    Ok(Exit::Ok.into())
+}
+
+fn transport(args: &AddArgs) -> Result<SourceTransport> {
+    match (&args.url, args.command.split_first()) {
+        (Some(_), Some(_)) => {
+            Err(UsageError("give either a URL or a command after `--`, not both".into()).into())
+        }
+        (None, None) => {
+            Err(UsageError("nothing to add: give a server's URL, or its command line after `--`".into())
+                .into())
+        }
+        (Some(url), None) => {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(UsageError(format!(
+                    "`{url}` is not an http(s) URL; for a local server put its command line after `--`"
+                ))
+                .into());
+            }
+            if !args.env.is_empty() {
+                return Err(
+                    UsageError("`--env` is for stdio servers; use `--header` for a URL".into()).into()
+                );
+            }
+            let header_slots = args
+                .header
+                .iter()
+                .map(|name| {
+                    if name.eq_ignore_ascii_case("authorization") {
+                        HeaderSlot::bearer()
+                    } else {
+                        HeaderSlot { name: name.clone(), prefix: String::new() }
+                    }
+                })
+                .collect();
+            Ok(SourceTransport::Http { url: url.clone(), header_slots })
+        }
+        (None, Some((command, rest))) => {
+            if !args.header.is_empty() {
+                return Err(
+                    UsageError("`--header` is for URLs; use `--env` for a stdio server".into()).into()
+                );
+            }
+            let mut env = BTreeMap::new();
+            let mut env_slots = Vec::new();
+            for item in &args.env {
+                match item.split_once('=') {
+                    Some((name, value)) => {
+                        env.insert(name.to_owned(), value.to_owned());
+                    }
+                    None => env_slots.push(item.clone()),
+                }
+            }
+            Ok(SourceTransport::Stdio {
+                command: command.clone(),
+                args: rest.to_vec(),
+                env,
+                env_slots,
+                cwd: None,
+            })
+        }
+    }
+}
+
+/// A namespace proposed from the URL's host or the server's package name.
+pub fn suggest(transport: &SourceTransport) -> Namespace {
+    match transport {
+        SourceTransport::Http { url, .. } => {
+            let host = url.split("://").nth(1).unwrap_or(url).split(['/', ':', '?']).next().unwrap_or("");
+            let mut labels: Vec<&str> = host.split('.').collect();
+            if labels.len() > 1 {
+                labels.pop();
+            }
+            labels.retain(|l| !["www", "api", "mcp"].contains(l));
+            Namespace::suggest(labels.last().copied().unwrap_or(host))
+        }
+        SourceTransport::Stdio { command, args, .. } => Namespace::suggest(&package_name(command, args)),
+    }
+}
+
+/// The package a command line runs: a `node_modules/` path's package, the first argument of a
+/// package runner (`npx`, `uvx`, …), or the command itself.
+fn package_name(command: &str, args: &[String]) -> String {
+    for word in std::iter::once(command).chain(args.iter().map(String::as_str)) {
+        if let Some((_, after)) = word.rsplit_once("node_modules/") {
+            let mut parts = after.split('/');
+            let first = parts.next().unwrap_or("");
+            return if first.starts_with('@') {
+                parts.next().unwrap_or(first).to_owned()
+            } else {
+                first.to_owned()
+            };
+        }
+    }
+    let program = command.rsplit('/').next().unwrap_or(command);
+    let runners = ["npx", "uvx", "bunx", "pnpx", "pipx", "uv", "deno", "docker", "node", "python", "python3"];
+    if runners.contains(&program) {
+        if let Some(arg) =
+            args.iter().find(|a| !a.starts_with('-') && !["run", "x", "exec"].contains(&a.as_str()))
+        {
+            let name = arg.rsplit('/').next().unwrap_or(arg);
+            return name.split('@').find(|s| !s.is_empty()).unwrap_or(name).to_owned();
+        }
+    }
+    program.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(line: &str) -> String {
+        let mut words = line.split(' ').map(str::to_owned);
+        let command = words.next().unwrap();
+        let transport = SourceTransport::Stdio {
+            command,
+            args: words.collect(),
+            env: BTreeMap::new(),
+            env_slots: vec![],
+            cwd: None,
+        };
+        suggest(&transport).to_string()
+    }
+
+    fn http(url: &str) -> String {
+        suggest(&SourceTransport::Http { url: url.to_owned(), header_slots: vec![] }).to_string()
+    }
+
+    #[test]
+    fn namespaces_are_proposed_from_packages_and_hosts() {
+        assert_eq!(stdio("npx -y @modelcontextprotocol/server-memory"), "memory");
+        assert_eq!(
+            stdio("node node/node_modules/@modelcontextprotocol/server-memory/dist/index.js"),
+            "memory"
+        );
+        assert_eq!(stdio("uvx mcp-server-git@1.2"), "git");
+        assert_eq!(http("https://mcp.linear.app/sse"), "linear");
+        assert_eq!(http("https://api.githubcopilot.com/mcp/"), "githubcopilot");
+    }
+}

@@ -1,0 +1,189 @@
+//! `capabilities hub approve`: a person decides the calls a run waits for, then the run resumes.
+//!
+//! This file holds the CLI's [`recorder`], the one place in the local crate that records a
+//! decision. Nothing reachable from MCP leads here.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use capabilities_core::address::ToolAddress;
+use capabilities_core::approval::{
+    AlwaysRule, Channel, Choice, PendingCall, PendingKind, all_decided, record_decision,
+};
+use capabilities_core::policy::{Policy, Rule};
+use capabilities_core::run::{RunRecord, RunStatus};
+use clap::Args;
+
+use super::exec::{exit_for, print_envelope};
+use super::{Exit, UsageError};
+use crate::cli::Settings;
+use crate::host::Host;
+use crate::sources;
+use crate::store::{Store, is_run_id, now_ms, write_atomic};
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The run id (`run_…`) that `exec` or an agent's `execute` reported as waiting.
+    pub run_id: String,
+    /// Decide without a prompt: once (this call), run (this tool for the rest of the run),
+    /// always (a rule pinned to the tool's current contract) or deny.
+    #[arg(long, value_parser = ["once", "run", "always", "deny"])]
+    pub choice: Option<String>,
+    /// Decide only this pending call (its id from `capabilities hub runs show`); all of them
+    /// when left out.
+    #[arg(long)]
+    pub pending: Option<String>,
+}
+
+pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
+    let choice = args.choice.as_deref().and_then(Choice::parse);
+    if choice.is_none() && settings.no_input {
+        return Err(
+            UsageError("deciding needs your answer: pass `--choice once|run|always|deny`".into()).into()
+        );
+    }
+    if !is_run_id(&args.run_id) {
+        return Err(UsageError(format!(
+            "`{}` is not a run id; `capabilities hub runs` lists the runs",
+            args.run_id
+        ))
+        .into());
+    }
+    let store = Store::open(&settings.home)?;
+    let (ready, rules) = {
+        let _lock = store.lock(&args.run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let Some(mut run) = store.load_run_sync(&args.run_id).map_err(|e| anyhow::anyhow!("{e}"))? else {
+            bail!("there is no run `{}`; `capabilities hub runs` lists the runs kept", args.run_id);
+        };
+        if run.status != RunStatus::AwaitingInput {
+            bail!(
+                "run `{}` waits for nothing (it is {}); `capabilities hub runs show {}` shows it",
+                run.id,
+                serde_json::to_value(run.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                run.id
+            );
+        }
+        let open: Vec<PendingCall> = run
+            .pending
+            .iter()
+            .filter(|p| p.kind == PendingKind::Approval)
+            .filter(|p| !run.decisions.iter().any(|d| d.pending_id == p.id))
+            .filter(|p| args.pending.as_deref().is_none_or(|id| id == p.id))
+            .cloned()
+            .collect();
+        if open.is_empty() {
+            match &args.pending {
+                Some(id) => bail!(
+                    "run `{}` has no undecided call `{id}`; `capabilities hub runs show {}` lists what it waits for",
+                    run.id,
+                    run.id
+                ),
+                None => eprintln!("run `{}` has no undecided approvals; resuming it", run.id),
+            }
+        }
+        let mut rules = Vec::new();
+        for pending in &open {
+            eprint!("{}", describe(pending, now_ms()));
+            let choice = match choice {
+                Some(choice) => choice,
+                None => prompt()?,
+            };
+            if let Some(rule) = recorder(&mut run, &pending.id, choice, now_ms())? {
+                rules.push((rule, pending.connection.clone()));
+            }
+            eprintln!("  decided: {}", label(choice));
+        }
+        // The run's record lock is held, so write the file directly (`save_run_sync` would take
+        // the same lock again).
+        let bytes = serde_json::to_vec_pretty(&run)?;
+        write_atomic(&store.root().join("runs").join(format!("{}.json", run.id)), &bytes)
+            .with_context(|| format!("saving run `{}`", run.id))?;
+        (all_decided(&run), rules)
+    };
+    for (rule, connection) in rules {
+        persist_always(&store, &rule, connection)?;
+    }
+    if !ready {
+        eprintln!(
+            "run `{}` still waits for other decisions; run `capabilities hub approve {}` again",
+            args.run_id, args.run_id
+        );
+        return Ok(Exit::AwaitingInput.into());
+    }
+    let host = Host::open(settings)?;
+    let envelope = host.resume(&args.run_id)?;
+    print_envelope(settings, &envelope)?;
+    Ok(exit_for(&envelope).into())
+}
+
+/// The recorder: the CLI's single call of `record_decision`, for a person's answer at this
+/// terminal.
+fn recorder(run: &mut RunRecord, pending_id: &str, choice: Choice, now: u64) -> Result<Option<AlwaysRule>> {
+    record_decision(run, pending_id, choice, Channel::Cli, now).map_err(|err| {
+        anyhow::anyhow!("{err}; `capabilities hub runs show {}` shows what the run waits for", run.id)
+    })
+}
+
+/// "Always allow": a rule pinned to the contract the person saw, and that contract marked
+/// reviewed.
+fn persist_always(store: &Store, rule: &AlwaysRule, connection: Option<String>) -> Result<()> {
+    let address = ToolAddress::parse(&rule.address)
+        .map_err(|e| anyhow::anyhow!("the run names tool `{}` that is not an address: {e}", rule.address))?;
+    let mut state = sources::load_policy(store)?;
+    let mut policy = Policy::new(std::mem::take(&mut state.rules))
+        .context("policies/policy.json is invalid; fix it, then decide again")?;
+    policy.set(Rule::always_allow(address, connection, rule.contract))?;
+    state.rules = policy.rules().to_vec();
+    state.reviewed.insert(rule.address.clone(), rule.contract);
+    sources::save_policy(store, &state)
+}
+
+/// What a person sees before deciding one call.
+fn describe(pending: &PendingCall, now: u64) -> String {
+    let mut out = format!("\n{}", pending.address);
+    if let Some(connection) = &pending.connection {
+        out.push_str(&format!(" (connection {connection})"));
+    }
+    out.push('\n');
+    if !pending.summary.is_empty() {
+        out.push_str(&format!("  {}\n", pending.summary));
+    }
+    out.push_str(&format!("  why it asks: {}\n", pending.reason));
+    out.push_str("  arguments:\n");
+    for line in pending.preview.lines() {
+        out.push_str(&format!("    {line}\n"));
+    }
+    let minutes = pending.expires_ms.saturating_sub(now) / 60_000;
+    out.push_str(&format!("  expires in {minutes} min\n"));
+    out
+}
+
+fn prompt() -> Result<Choice> {
+    loop {
+        let answer =
+            sources::read_line("  [o] allow once  [r] allow for this run  [a] always allow  [d] deny: ")?;
+        let choice = match answer.to_ascii_lowercase().as_str() {
+            "o" | "once" => Some(Choice::Once),
+            "r" | "run" => Some(Choice::Run),
+            "a" | "always" => Some(Choice::Always),
+            "d" | "deny" => Some(Choice::Deny),
+            _ => None,
+        };
+        if let Some(choice) = choice {
+            return Ok(choice);
+        }
+        eprintln!("  answer o, r, a or d");
+    }
+}
+
+fn label(choice: Choice) -> &'static str {
+    match choice {
+        Choice::Once => "allow once",
+        Choice::Run => "allow for this run",
+        Choice::Always => "always allow",
+        Choice::Deny => "deny",
+    }
+}

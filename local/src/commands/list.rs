@@ -1,0 +1,76 @@
+//! `capabilities hub list`: the sources, with their transport, tool count and connections.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use super::{Exit, print_stdout};
+use crate::cli::Settings;
+use crate::config::HubConfig;
+use crate::sources;
+use crate::store::Store;
+use crate::upstream::SourceTransport;
+
+#[derive(Debug, Args)]
+pub struct ListArgs {}
+
+pub fn run(settings: &Settings, _args: ListArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let config = HubConfig::load(&store);
+    for problem in &config.problems {
+        eprintln!("warning: {problem}");
+    }
+    let mut rows = Vec::new();
+    for (record, manifest, connections) in &config.sources {
+        let (transport, target) = match &record.spec.transport {
+            SourceTransport::Stdio { .. } => {
+                ("stdio", sources::command_line(&record.spec).unwrap_or_default())
+            }
+            SourceTransport::Http { url, .. } => ("http", url.clone()),
+        };
+        let unreviewed =
+            manifest.as_ref().map(|m| sources::needs_review(m, &config.policy, None).len()).unwrap_or(0);
+        rows.push(json!({
+            "namespace": record.spec.namespace,
+            "transport": transport,
+            "target": target,
+            "tools": manifest.as_ref().map(|m| m.tools.len()),
+            "unreviewed": unreviewed,
+            "connections": connections.connections.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        }));
+    }
+    if settings.json {
+        return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&rows)?))
+            .map(|()| Exit::Ok.into());
+    }
+    if rows.is_empty() {
+        eprintln!(
+            "no sources yet; add one with `capabilities hub add <url>` or `capabilities hub add -- <command>`"
+        );
+        return Ok(Exit::Ok.into());
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let tools = row["tools"].as_u64().map_or("no manifest".to_owned(), |n| format!("{n} tools"));
+        let connections: Vec<&str> =
+            row["connections"].as_array().into_iter().flatten().filter_map(|c| c.as_str()).collect();
+        let _ = write!(
+            out,
+            "{}  {}  {tools}",
+            row["namespace"].as_str().unwrap_or(""),
+            row["transport"].as_str().unwrap_or("")
+        );
+        if row["unreviewed"].as_u64().unwrap_or(0) > 0 {
+            let _ = write!(out, " ({} unreviewed)", row["unreviewed"]);
+        }
+        if !connections.is_empty() {
+            let _ = write!(out, "  connections: {}", connections.join(", "));
+        }
+        let _ = writeln!(out, "\n  {}", row["target"].as_str().unwrap_or(""));
+    }
+    print_stdout(&out)?;
+    Ok(Exit::Ok.into())
+}
