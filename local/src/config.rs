@@ -134,3 +134,24 @@ pub fn write_json<T: Serialize>(store: &Store, relative: &str, value: &T) -> Res
     let bytes = serde_json::to_vec_pretty(value)?;
     write_atomic(&store.root().join(relative), &bytes)
 }
+
+/// What the configuration looked like on disk: each record's name, size and modification time.
+/// Two equal stamps mean nothing was added, removed or rewritten in between.
+pub type ConfigStamp = Vec<(String, u64, Option<std::time::SystemTime>)>;
+
+/// Stamps the configuration records under `root` without reading them.
+pub fn config_stamp(root: &std::path::Path) -> ConfigStamp {
+    let mut stamp = Vec::new();
+    for dir in ["sources", "manifests", "connections", "policies"] {
+        for entry in fs::read_dir(root.join(dir)).into_iter().flatten().flatten() {
+            let meta = entry.metadata().ok();
+            stamp.push((
+                format!("{dir}/{}", entry.file_name().to_string_lossy()),
+                meta.as_ref().map_or(0, |m| m.len()),
+                meta.and_then(|m| m.modified().ok()),
+            ));
+        }
+    }
+    stamp.sort();
+    stamp
+}

@@ -7,17 +7,20 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use capabilities_core::address::Namespace;
 use capabilities_core::limits::Limits;
 use capabilities_core::policy::CompiledPolicy;
-use capabilities_core::ports::{BoxFuture, Clock, Credentials, Entropy, Secrets, SecretsError};
+use capabilities_core::ports::{
+    BoxFuture, Clock, Credentials, Entropy, Secrets, SecretsError, Upstream, UpstreamError, UpstreamRequest,
+};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
+use serde_json::Value;
 
 use crate::cli::Settings;
 use crate::config::HubConfig;
@@ -29,8 +32,20 @@ pub struct Host {
     store: Store,
     config: HubConfig,
     surface: Surface,
-    pool: SourcePool,
+    upstream: PooledUpstream,
     limits: Limits,
+    /// Sources' connections live on this runtime, so they outlive each run's own runtime.
+    sources_runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.upstream.pool.shutdown();
+        // Dropping a runtime inside async code panics; this never blocks.
+        if let Some(runtime) = self.sources_runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl Host {
@@ -56,7 +71,14 @@ impl Host {
         );
         let limits = Limits::DEFAULT;
         let surface = Surface::new(catalog, policy, limits);
-        Ok(Host { store, config, surface, pool, limits })
+        let sources_runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("capabilities-sources")
+            .enable_all()
+            .build()
+            .context("starting the runtime for MCP sources")?;
+        let upstream = PooledUpstream { pool, handle: sources_runtime.handle().clone() };
+        Ok(Host { store, config, surface, upstream, limits, sources_runtime: Some(sources_runtime) })
     }
 
     pub fn store(&self) -> &Store {
@@ -127,7 +149,7 @@ impl Host {
             policy: &self.surface.policy,
             lookup: &self.surface,
             sandbox: &sandbox,
-            upstream: &self.pool,
+            upstream: &self.upstream,
             secrets: &secrets,
             store: &self.store,
             clock: &SystemClock,
@@ -141,6 +163,32 @@ impl Host {
                 Op::Cancel(id) => engine.cancel(id).await,
             }
         }))
+    }
+}
+
+/// The source pool, driven on the host's long-lived runtime whatever runtime the run uses.
+struct PooledUpstream {
+    pool: SourcePool,
+    handle: tokio::runtime::Handle,
+}
+
+impl Upstream for PooledUpstream {
+    fn call<'a>(&'a self, request: UpstreamRequest<'a>) -> BoxFuture<'a, Result<Value, UpstreamError>> {
+        let pool = self.pool.clone();
+        let namespace = request.namespace.to_string();
+        let tool = request.tool.to_owned();
+        let arguments = request.arguments.clone();
+        let credentials = request.credentials.clone();
+        let timeout = Duration::from_millis(request.timeout_ms);
+        let task = self
+            .handle
+            .spawn(async move { pool.call_tool(&namespace, &tool, &arguments, &credentials, timeout).await });
+        Box::pin(async move {
+            match task.await {
+                Ok(result) => result.map_err(UpstreamError::from),
+                Err(err) => Err(UpstreamError::Unavailable(format!("the call to the source stopped: {err}"))),
+            }
+        })
     }
 }
 

@@ -14,22 +14,47 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
+use std::sync::{Arc, Mutex};
+
 use super::tools;
 use crate::cli::Settings;
+use crate::config::{ConfigStamp, config_stamp};
 use crate::host::Host;
 
-/// Serves the three tools over one hub. The hub is opened afresh for every call, on a thread of
-/// its own, so each call sees the current sources and policy, and the engine's runtime (which
-/// is not `Send`) never meets the server's.
-#[derive(Debug, Clone)]
+/// Serves the three tools over one hub. Each call runs on a thread of its own, so the engine's
+/// runtime (which is not `Send`) never meets the server's. The open hub is kept between calls —
+/// its sources stay connected — and opened again when the configuration on disk changes, so
+/// each call sees the current sources and policy.
+#[derive(Clone)]
 pub struct HubServer {
     settings: Settings,
     limits: Limits,
+    host: Arc<Mutex<Option<(ConfigStamp, Arc<Host>)>>>,
+}
+
+impl std::fmt::Debug for HubServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubServer").field("settings", &self.settings).finish_non_exhaustive()
+    }
 }
 
 impl HubServer {
     pub fn new(settings: Settings) -> HubServer {
-        HubServer { settings, limits: Limits::DEFAULT }
+        HubServer { settings, limits: Limits::DEFAULT, host: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The open hub, reopened if its configuration changed on disk since it was opened.
+    fn host(&self) -> Result<Arc<Host>> {
+        let stamp = config_stamp(&self.settings.home);
+        let mut cached = self.host.lock().map_err(|_| anyhow::anyhow!("the hub's state is poisoned"))?;
+        if let Some((seen, host)) = cached.as_ref()
+            && *seen == stamp
+        {
+            return Ok(Arc::clone(host));
+        }
+        let host = Arc::new(Host::open(&self.settings)?);
+        *cached = Some((config_stamp(&self.settings.home), Arc::clone(&host)));
+        Ok(host)
     }
 
     /// Answers one `tools/call` for `name` with `arguments`.
@@ -47,8 +72,8 @@ impl HubServer {
                 ));
             }
         };
-        let settings = self.settings.clone();
-        match on_own_thread(move || answer(&settings, request)).await {
+        let server = self.clone();
+        match on_own_thread(move || answer(&*server.host()?, request)).await {
             Ok(result) => result,
             Err(err) => error_text(format!("{err:#}")),
         }
@@ -98,9 +123,8 @@ fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> 
     }
 }
 
-/// Opens the hub and answers `request`, on the calling thread.
-fn answer(settings: &Settings, request: Request) -> Result<CallToolResult> {
-    let host = Host::open(settings)?;
+/// Answers `request` on the calling thread.
+fn answer(host: &Host, request: Request) -> Result<CallToolResult> {
     Ok(match request {
         Request::Search(args) => text_result(host.surface().search(&args)),
         Request::Describe(args) => text_result(host.surface().describe(&args)),

@@ -254,6 +254,8 @@ fn a_hub_with_the_memory_server() {
             { "name": "execute", "arguments": { "code": "return await memory.readGraph({})" } },
             { "name": "execute", "arguments": { "code":
                 "await memory.createEntities({entities:[{name:\"a\",entityType:\"t\",observations:[]}]})" } },
+            // A second run reaches the same source: its connection outlives the first run.
+            { "name": "execute", "arguments": { "code": "return (await memory.readGraph({})).entities.length" } },
         ]),
     );
     let results = &seen["results"];
@@ -270,6 +272,8 @@ fn a_hub_with_the_memory_server() {
     assert_eq!(pending.len(), 1, "{waiting}");
     assert_eq!(pending[0]["kind"], json!("approval"));
     assert_eq!(pending[0]["address"], json!("memory.createEntities"));
+    assert_eq!(results[3]["structuredContent"]["status"], json!("completed"), "{}", results[3]);
+    assert_eq!(results[3]["structuredContent"]["result"], json!(0));
     let text = waiting.to_string();
     assert!(!text.contains("http://") && !text.contains("https://"), "no URL reaches the model: {text}");
 }
