@@ -19,7 +19,11 @@ mod limits;
 mod replay;
 mod secrets;
 
-use std::sync::atomic::Ordering;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use base64::Engine as _;
@@ -127,8 +131,12 @@ fn manifest(namespace: &str, tools: Value) -> Manifest {
 }
 
 /// A fake `chat.whoami`: the connection and its credential, raw, base64 and inside a header.
-fn whoami(_args: &Value, credentials: &capabilities_core::ports::Credentials) -> Value {
+/// With `{ fail: true }` it fails with the token in its error text.
+fn whoami(args: &Value, credentials: &capabilities_core::ports::Credentials) -> Value {
     let token = credentials.values.first().map(|(_, v)| v.clone()).unwrap_or_default();
+    if args["fail"] == json!(true) {
+        return json!({ "isError": true, "content": [{ "type": "text", "text": format!("token {token} expired") }] });
+    }
     json!({
         "content": [],
         "structuredContent": {
@@ -136,6 +144,7 @@ fn whoami(_args: &Value, credentials: &capabilities_core::ports::Credentials) ->
             "token": token,
             "base64": STANDARD.encode(&token),
             "basic": STANDARD.encode(format!("Bearer {token}")),
+            "byToken": { token.clone(): "me" },
         }
     })
 }
@@ -212,11 +221,11 @@ impl Hub {
     }
 
     pub(crate) fn execute(&self, code: &str) -> Envelope {
-        block_on(self.engine().execute(code))
+        woken_block_on(self.engine().execute(code))
     }
 
     pub(crate) fn resume(&self, run_id: &str) -> Envelope {
-        block_on(self.engine().resume(run_id))
+        woken_block_on(self.engine().resume(run_id))
     }
 
     pub(crate) fn cancel(&self, run_id: &str) -> Envelope {
@@ -258,6 +267,32 @@ impl Hub {
 
     pub(crate) fn append_journal(&self, run_id: &str, entry: JournalEntry) {
         block_on(self.store.append_journal(run_id, &entry)).expect("appended");
+    }
+}
+
+/// Polls `future` again only after something woke it, and fails when it is pending with no wake
+/// arranged: a stricter executor than [`block_on`] (which polls in a loop), so a lost wake-up
+/// in the engine or the sandbox shows up as a failed test instead of a hang under tokio.
+pub(crate) fn woken_block_on<F: Future>(future: F) -> F::Output {
+    struct Flag(AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = Waker::from(Arc::clone(&flag));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        flag.0.store(false, Ordering::SeqCst);
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        assert!(flag.0.load(Ordering::SeqCst), "the future is pending and nothing will wake it");
     }
 }
 

@@ -2,7 +2,7 @@
 //! and policy decides before any credential is touched.
 
 use capabilities_core::address::ToolAddress;
-use capabilities_core::approval::Choice;
+use capabilities_core::approval::{Choice, PendingKind};
 use capabilities_core::policy::{Effect, Rule};
 use expect_test::expect;
 
@@ -315,4 +315,57 @@ fn cancel_ends_a_waiting_run_for_good() {
     assert_eq!(hub.cancel(&paused.run_id), cancelled);
     assert_eq!(hub.upstream.count(), 1);
     assert_eq!(hub.run(&paused.run_id).attempts, 1);
+}
+
+#[test]
+fn parallel_writes_wait_together_and_resume_only_when_all_are_decided() {
+    let hub = Hub::new();
+    let paused = hub.execute(
+        r#"const [a, b] = await Promise.all([chat.post({ text: "a" }), notes.add({ text: "b" })]);
+           return [a.echo.text, b.echo.text]"#,
+    );
+    let ids: Vec<(&str, PendingKind)> = paused.pending.iter().map(|p| (p.address.as_str(), p.kind)).collect();
+    assert_eq!(ids, [("chat.post", PendingKind::Approval), ("notes.add", PendingKind::Approval)]);
+    hub.decide_id(&paused.run_id, &paused.pending[0].id, Choice::Once);
+    // One decision of two: resume still waits, with the same ids, and makes no call.
+    let waiting = hub.resume(&paused.run_id);
+    assert_eq!(waiting, paused);
+    assert_eq!(hub.upstream.count(), 0);
+    hub.decide_id(&paused.run_id, &paused.pending[1].id, Choice::Once);
+    expect![[r#"completed ["a","b"]"#]].assert_eq(&render(&hub.resume(&paused.run_id)));
+    assert_eq!(hub.upstream.count(), 2);
+}
+
+#[test]
+fn a_decision_is_refused_once_the_run_moved_on() {
+    let hub = Hub::new();
+    let paused = hub.execute(r#"await chat.post({ text: "a" }); return 1"#);
+    hub.decide(&paused, Choice::Once);
+    let mut run = hub.run(&paused.run_id);
+    let again = capabilities_core::approval::record_decision(
+        &mut run,
+        &paused.pending[0].id,
+        Choice::Deny,
+        capabilities_core::approval::Channel::Page,
+        0,
+    );
+    expect![[r#"
+        Err(
+            AlreadyDecided(
+                "p_3f75dd7e2868",
+            ),
+        )
+    "#]]
+    .assert_debug_eq(&again);
+    hub.resume(&paused.run_id);
+    let mut run = hub.run(&paused.run_id);
+    let late = capabilities_core::approval::record_decision(
+        &mut run,
+        &paused.pending[0].id,
+        Choice::Deny,
+        capabilities_core::approval::Channel::Page,
+        0,
+    );
+    assert!(late.is_err(), "{late:?}");
+    assert_eq!(hub.upstream.count(), 1);
 }

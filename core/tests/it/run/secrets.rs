@@ -32,14 +32,17 @@ fn an_echoed_credential_is_scrubbed_everywhere() {
               "connection": "work",
               "token": "[secret]",
               "base64": "[secret]",
-              "basic": "QmVhcmVyIH[secret]Q=="
+              "basic": "QmVhcmVyIH[secret]Q==",
+              "byToken": {
+                "[secret]": "me"
+              }
             },
             "length": 8,
             "again": "W3NlY3JldF0="
           },
           "logs": [
-            "{ connection: \"work\", token: \"[secret]\", base64: \"[secret]\", basic: \"QmVhcmVyIH[secret]Q==\" }",
-            "[secret] [secret] {\"connection\":\"work\",\"token\":\"[secret]\",\"base64\":\"[secret]\",\"basic\":\"QmVhcmVyIH[secret]Q==\"}"
+            "{ connection: \"work\", token: \"[secret]\", base64: \"[secret]\", basic: \"QmVhcmVyIH[secret]Q==\", byToken: { \"[secret]\": \"me\" } }",
+            "[secret] [secret] {\"connection\":\"work\",\"token\":\"[secret]\",\"base64\":\"[secret]\",\"basic\":\"QmVhcmVyIH[secret]Q==\",\"byToken\":{\"[secret]\":\"me\"}}"
           ],
           "calls": [
             {
@@ -133,4 +136,19 @@ fn a_connection_without_a_credential_waits_for_one() {
         .insert(("chat".into(), "spare".into()), vec![("TOKEN".into(), "sk-spare-00aa11bb".into())]);
     expect![[r#"completed "spare""#]].assert_eq(&render(&hub.resume(&paused.run_id)));
     assert_eq!(hub.upstream.count(), 1);
+}
+
+#[test]
+fn a_credential_in_a_key_or_an_error_text_is_scrubbed_before_the_guest_sees_it() {
+    let hub = Hub::new();
+    let envelope = hub.execute(
+        r#"const me = await chat.whoami();
+           const failed = await chat.whoami({ fail: true }).catch((e) => [e.code, e.message]);
+           return { keys: Object.keys(me.byToken), failed }"#,
+    );
+    expect![[
+        r#"completed {"keys":["[secret]"],"failed":["tool_error","chat.whoami: token [secret] expired"]}"#
+    ]]
+    .assert_eq(&render(&envelope));
+    assert_no_secret("the journal", &hub.journal_text(&envelope.run_id), WORK_SECRET);
 }
