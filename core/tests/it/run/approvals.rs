@@ -369,3 +369,25 @@ fn a_decision_is_refused_once_the_run_moved_on() {
     assert!(late.is_err(), "{late:?}");
     assert_eq!(hub.upstream.count(), 1);
 }
+
+#[test]
+fn always_covers_the_rest_of_the_run_and_asks_the_host_for_a_rule() {
+    let hub = Hub::new();
+    let paused =
+        hub.execute(r#"for (let i = 0; i < 3; i++) await chat.post({ text: `m${i}` }); return "sent""#);
+    let mut run = hub.run(&paused.run_id);
+    let rule = capabilities_core::approval::record_decision(
+        &mut run,
+        &paused.pending[0].id,
+        Choice::Always,
+        capabilities_core::approval::Channel::Cli,
+        0,
+    )
+    .unwrap()
+    .expect("a rule to persist");
+    assert_eq!(rule.address, "chat.post");
+    hub.store.put_run(run);
+    // Even before the host's policy holds the new rule, the run goes on without asking again.
+    expect![[r#"completed "sent""#]].assert_eq(&render(&hub.resume(&paused.run_id)));
+    assert_eq!(hub.upstream.count(), 3);
+}

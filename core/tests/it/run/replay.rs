@@ -5,7 +5,7 @@ use capabilities_core::approval::Choice;
 use capabilities_core::run::{JournalEntry, RunOutput, RunStatus, call_digest};
 use expect_test::expect;
 
-use super::{Hub, Setup, error_code, render};
+use super::{Hub, Setup, render};
 
 #[test]
 fn the_journal_holds_call_before_outcome() {
@@ -45,7 +45,7 @@ fn a_journal_that_disagrees_with_the_code_is_divergence() {
     );
     hub.decide(&paused, Choice::Once);
     let failed = hub.resume(&paused.run_id);
-    expect![[r#"failed divergence: on resume, call #1 was `notes.list` with other arguments than the journal holds (`notes.list`)"#]]
+    expect!["failed divergence: on resume, call #1 was `notes.list` with other arguments or connection than the journal holds"]
         .assert_eq(&render(&failed));
     assert_eq!(hub.upstream.count(), 1, "neither the list nor the post went upstream again");
     assert_eq!(hub.run(&paused.run_id).status, RunStatus::Failed);
@@ -67,7 +67,8 @@ fn another_tool_at_a_journaled_position_is_divergence() {
         },
     );
     hub.decide(&paused, Choice::Once);
-    assert_eq!(error_code(&hub.resume(&paused.run_id)), "divergence");
+    expect!["failed divergence: on resume, call #1 was `notes.list` where the journal holds `notes.add`"]
+        .assert_eq(&render(&hub.resume(&paused.run_id)));
     assert_eq!(hub.upstream.count(), 1);
 }
 
