@@ -500,14 +500,14 @@ impl AttemptBridge<'_, '_> {
         // Replay: a journaled call never goes upstream again.
         if let Some(recorded) = self.journal.get(&call.seq) {
             if recorded.address != call.address || recorded.digest != digest {
+                let what = if recorded.address == call.address {
+                    format!("`{}` with other arguments or connection than the journal holds", call.address)
+                } else {
+                    format!("`{}` where the journal holds `{}`", call.address, recorded.address)
+                };
                 return self.fail_run(RunError::new(
                     "divergence",
-                    format!(
-                        "on resume, call #{} was `{}` with other arguments than the journal holds (`{}`)",
-                        call.seq + 1,
-                        call.address,
-                        recorded.address
-                    ),
+                    format!("on resume, call #{} was {what}", call.seq + 1),
                     Some("the code must make the same calls in the same order on every attempt; start a new execute"),
                 ));
             }

@@ -99,10 +99,14 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// A tool that a person allowed "for this run", at the contract they saw.
+    /// A tool that a person allowed "for this run" (or "always", which covers the run too), at
+    /// the contract they saw.
     pub fn allowed_for_run(&self, address: &str, contract: &crate::manifest::ContractDigest) -> bool {
+        use crate::approval::Choice;
         self.decisions.iter().any(|d| {
-            d.choice == crate::approval::Choice::Run && d.address == address && &d.contract == contract
+            matches!(d.choice, Choice::Run | Choice::Always)
+                && d.address == address
+                && &d.contract == contract
         })
     }
 }

@@ -3,6 +3,8 @@
 mod code;
 mod policy;
 #[cfg(feature = "quickjs")]
+mod run;
+#[cfg(feature = "quickjs")]
 mod sandbox;
 mod scrub;
 mod search;

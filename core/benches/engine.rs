@@ -1,0 +1,132 @@
+//! Benchmarks for the run engine: what `Engine::execute` adds on top of a bare QuickJS attempt,
+//! with the in-memory fakes behind every port.
+//!
+//! - `sandbox_return_1`: the floor — [`QuickJs`] runs `return 1` against a bridge that does
+//!   nothing.
+//! - `execute_return_1`: the same code through the engine (code preparation, run record,
+//!   store, envelope).
+//! - `execute_one_call` and `execute_100_calls`: read-only tool calls, each decided by policy,
+//!   journaled twice and answered by the fake upstream; the per-call overhead is
+//!   `(execute_100_calls - execute_return_1) / 100`.
+// The bench plays the native host, which owns the sandbox's compute clock.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use capabilities_core::address::Namespace;
+use capabilities_core::catalog::{Catalog, SourceView};
+use capabilities_core::fakes::{
+    CountingEntropy, FakeUpstream, ManualClock, MemoryStore, TableSecrets, block_on,
+};
+use capabilities_core::limits::Limits;
+use capabilities_core::manifest::Manifest;
+use capabilities_core::policy::{CompiledPolicy, PolicyState};
+use capabilities_core::ports::LocalBoxFuture;
+use capabilities_core::run::Engine;
+use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
+use capabilities_core::sandbox::{
+    Attempt, AttemptEnd, Bridge, GuestCall, GuestNamespace, GuestReply, Sandbox,
+};
+use capabilities_core::surface::Surface;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+struct NoOpBridge;
+
+impl Bridge for NoOpBridge {
+    fn call(&self, _call: GuestCall) -> LocalBoxFuture<'_, GuestReply> {
+        Box::pin(std::future::ready(GuestReply::Ok(json!({ "ok": true }))))
+    }
+    fn search(&self, _args: Value) -> Result<String, String> {
+        Ok(String::new())
+    }
+    fn describe(&self, _args: Value) -> Result<String, String> {
+        Ok(String::new())
+    }
+}
+
+fn surface() -> Surface {
+    let tools = vec![
+        json!({
+            "name": "list",
+            "description": "Lists notes.",
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": "add",
+            "description": "Adds a note.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+            "annotations": {"readOnlyHint": false}
+        }),
+    ];
+    let (manifest, _) = Manifest::from_tools_list(Namespace::new("notes").expect("a namespace"), &tools);
+    let catalog =
+        Catalog::new(vec![SourceView { manifest, connections: Vec::new(), default_connection: None }]);
+    let mut state = PolicyState::default();
+    for (address, tool) in catalog.tools() {
+        state.reviewed.insert(address.to_string(), tool.digest);
+    }
+    Surface::new(catalog, CompiledPolicy::new(state).expect("valid policy"), Limits::DEFAULT)
+}
+
+fn bench(c: &mut Criterion) {
+    let start = Instant::now();
+    let sandbox = QuickJs::new(ComputeMeter::clock(move || start.elapsed().as_micros() as u64));
+    let surface = surface();
+    let upstream = FakeUpstream::default().with("notes", "list", FakeUpstream::echo());
+    let secrets = TableSecrets::default();
+    let clock = ManualClock::at(1_700_000_000_000);
+    let entropy = CountingEntropy::default();
+
+    let floor = || {
+        let attempt = Attempt {
+            body: "return 1".to_owned(),
+            namespaces: vec![GuestNamespace {
+                name: "notes".into(),
+                tools: vec!["list".into(), "add".into()],
+            }],
+            seed: 1,
+            clock_origin_ms: 0.0,
+            limits: Limits::DEFAULT,
+            log_budget_bytes: Limits::DEFAULT.inline_result_bytes,
+        };
+        let report = block_on(sandbox.run(attempt, &NoOpBridge));
+        assert!(matches!(report.end, AttemptEnd::Completed(Some(_))), "{:?}", report.end);
+        report
+    };
+    // A fresh store per run, so runs and journals do not pile up across iterations.
+    let execute = |code: &str| {
+        let store = MemoryStore::default();
+        let engine = Engine {
+            catalog: &surface.catalog,
+            policy: &surface.policy,
+            lookup: &surface,
+            sandbox: &sandbox,
+            upstream: &upstream,
+            secrets: &secrets,
+            store: &store,
+            clock: &clock,
+            entropy: &entropy,
+            limits: Limits::DEFAULT,
+        };
+        let envelope = block_on(engine.execute(code));
+        assert_eq!(envelope.status, "completed", "{}", envelope.to_line());
+        upstream.calls.lock().expect("not poisoned").clear();
+        envelope
+    };
+    let hundred = "for (let i = 0; i < 100; i++) await notes.list({ q: String(i) }); return 1";
+
+    let mut group = c.benchmark_group("engine");
+    group.bench_function("sandbox_return_1", |b| b.iter(|| black_box(floor())));
+    group.bench_function("execute_return_1", |b| b.iter(|| black_box(execute("return 1"))));
+    group.bench_function("execute_one_call", |b| {
+        b.iter(|| black_box(execute("return await notes.list({ q: 'a' })")))
+    });
+    group.bench_function("execute_100_calls", |b| b.iter(|| black_box(execute(hundred))));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
