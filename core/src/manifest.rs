@@ -196,7 +196,8 @@ fn read_annotations(map: &Map<String, Value>) -> Annotations {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// "a string", "an object", …: how error messages name a JSON value's kind.
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

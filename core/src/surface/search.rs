@@ -4,6 +4,7 @@
 //! namespace. Tools policy denies are dropped before ranking and only counted; tools that ask
 //! carry an `[asks]` mark so the model knows a person will be involved.
 
+use crate::manifest::json_kind;
 use serde_json::{Map, Value, json};
 
 use crate::address::{Namespace, ToolAddress};
@@ -347,17 +348,6 @@ fn no_results(catalog: &Catalog, args: &SearchArgs, outcome: &SearchOutcome) -> 
                 format!("Namespaces: {}.", name_list(&names)),
             ]
         }
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -249,16 +249,7 @@ pub(super) fn quote_for_note(s: &str) -> String {
     format!("`{}`", clip(s, 60))
 }
 
-pub(super) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(super) use crate::manifest::json_kind;
 
 #[cfg(test)]
 mod tests {
