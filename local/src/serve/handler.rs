@@ -21,6 +21,9 @@ use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp};
 use crate::host::Host;
 
+/// The hub opened for a configuration stamp, if any.
+type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
+
 /// Serves the three tools over one hub. Each call runs on a thread of its own, so the engine's
 /// runtime (which is not `Send`) never meets the server's. The open hub is kept between calls —
 /// its sources stay connected — and opened again when the configuration on disk changes, so
@@ -29,7 +32,7 @@ use crate::host::Host;
 pub struct HubServer {
     settings: Settings,
     limits: Limits,
-    host: Arc<Mutex<Option<(ConfigStamp, Arc<Host>)>>>,
+    host: Arc<Mutex<OpenHost>>,
 }
 
 impl std::fmt::Debug for HubServer {
