@@ -3,4 +3,5 @@
 mod cli;
 mod recorder;
 mod serve;
+mod support;
 mod upstream;

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,27 +19,7 @@ use capabilities_core::ports::{Credentials, Upstream, UpstreamError, UpstreamReq
 use expect_test::expect;
 use serde_json::{Value, json};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the local crate sits in the repository").to_owned()
-}
-
-/// `node/node_modules/@modelcontextprotocol`, after checking that node and the packages are there.
-fn packages() -> PathBuf {
-    let node = Command::new("node").arg("--version").output();
-    assert!(
-        node.is_ok_and(|out| out.status.success()),
-        "`node` is not on PATH: install Node.js 20 or later, then run `cd node && npm ci`"
-    );
-    let dir = repo().join("node/node_modules/@modelcontextprotocol");
-    for package in ["server-everything", "server-memory", "sdk"] {
-        assert!(
-            dir.join(package).join("package.json").is_file(),
-            "{} is missing: run `cd node && npm ci` at the repository root",
-            dir.join(package).display()
-        );
-    }
-    dir
-}
+use crate::support::{packages, repo};
 
 fn stdio(
     namespace: &str,
