@@ -1,25 +1,21 @@
 //! `capabilities hub approve`: a person decides the calls a run waits for, then the run resumes.
 //!
-//! This file holds the CLI's [`recorder`], the one place in the local crate that records a
-//! decision. Nothing reachable from MCP leads here.
+//! The answers go through [`crate::recorder`], the one place that records a decision.
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use capabilities_core::address::ToolAddress;
-use capabilities_core::approval::{
-    AlwaysRule, Channel, Choice, PendingCall, PendingKind, all_decided, record_decision,
-};
-use capabilities_core::policy::{Policy, Rule};
-use capabilities_core::run::{RunRecord, RunStatus};
+use anyhow::{Result, bail};
+use capabilities_core::approval::{Channel, Choice, PendingCall, PendingKind};
+use capabilities_core::run::RunStatus;
 use clap::Args;
 
 use super::exec::{exit_for, print_envelope};
 use super::{Exit, UsageError};
 use crate::cli::Settings;
 use crate::host::Host;
+use crate::recorder;
 use crate::sources;
-use crate::store::{Store, is_run_id, now_ms, write_atomic};
+use crate::store::{Store, is_run_id, now_ms};
 
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
@@ -50,63 +46,53 @@ pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
         .into());
     }
     let store = Store::open(&settings.home)?;
-    let (ready, rules) = {
-        let _lock = store.lock(&args.run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let Some(mut run) = store.load_run_sync(&args.run_id).map_err(|e| anyhow::anyhow!("{e}"))? else {
-            bail!("there is no run `{}`; `capabilities hub runs` lists the runs kept", args.run_id);
-        };
-        if run.status != RunStatus::AwaitingInput {
-            bail!(
-                "run `{}` waits for nothing (it is {}); `capabilities hub runs show {}` shows it",
-                run.id,
-                serde_json::to_value(run.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                run.id
-            );
-        }
-        let open: Vec<PendingCall> = run
-            .pending
-            .iter()
-            .filter(|p| p.kind == PendingKind::Approval)
-            .filter(|p| !run.decisions.iter().any(|d| d.pending_id == p.id))
-            .filter(|p| args.pending.as_deref().is_none_or(|id| id == p.id))
-            .cloned()
-            .collect();
-        if open.is_empty() {
-            match &args.pending {
-                Some(id) => bail!(
-                    "run `{}` has no undecided call `{id}`; `capabilities hub runs show {}` lists what it waits for",
-                    run.id,
-                    run.id
-                ),
-                None => eprintln!("run `{}` has no undecided approvals; resuming it", run.id),
-            }
-        }
-        let mut rules = Vec::new();
-        for pending in &open {
-            eprint!("{}", describe(pending, now_ms()));
-            let choice = match choice {
-                Some(choice) => choice,
-                None => prompt()?,
-            };
-            if let Some(rule) = recorder(&mut run, &pending.id, choice, now_ms())? {
-                rules.push((rule, pending.connection.clone()));
-            }
-            eprintln!("  decided: {}", label(choice));
-        }
-        // The run's record lock is held, so write the file directly (`save_run_sync` would take
-        // the same lock again).
-        let bytes = serde_json::to_vec_pretty(&run)?;
-        write_atomic(&store.root().join("runs").join(format!("{}.json", run.id)), &bytes)
-            .with_context(|| format!("saving run `{}`", run.id))?;
-        (all_decided(&run), rules)
+    let Some(run) = store.load_run_sync(&args.run_id).map_err(|e| anyhow::anyhow!("{e}"))? else {
+        bail!("there is no run `{}`; `capabilities hub runs` lists the runs kept", args.run_id);
     };
-    for (rule, connection) in rules {
-        persist_always(&store, &rule, connection)?;
+    if run.status != RunStatus::AwaitingInput {
+        bail!(
+            "run `{}` waits for nothing (it is {}); `capabilities hub runs show {}` shows it",
+            run.id,
+            serde_json::to_value(run.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            run.id
+        );
     }
-    if !ready {
+    let open: Vec<PendingCall> = run
+        .pending
+        .iter()
+        .filter(|p| p.kind == PendingKind::Approval)
+        .filter(|p| !run.decisions.iter().any(|d| d.pending_id == p.id))
+        .filter(|p| args.pending.as_deref().is_none_or(|id| id == p.id))
+        .cloned()
+        .collect();
+    if open.is_empty() {
+        match &args.pending {
+            Some(id) => bail!(
+                "run `{}` has no undecided call `{id}`; `capabilities hub runs show {}` lists what it waits for",
+                run.id,
+                run.id
+            ),
+            None => eprintln!("run `{}` has no undecided approvals; resuming it", run.id),
+        }
+    }
+    // Ask first, record after: the run's lock is not held while a person thinks.
+    let mut decisions = Vec::new();
+    for pending in &open {
+        eprint!("{}", describe(pending, now_ms()));
+        let choice = match choice {
+            Some(choice) => choice,
+            None => prompt()?,
+        };
+        decisions.push((pending.id.clone(), choice));
+    }
+    let recorded = recorder::record(&store, &run.id, &decisions, Channel::Cli)?;
+    for (pending, choice) in &recorded.decided {
+        eprintln!("{}: {}", pending.address, label(*choice));
+    }
+    if !recorded.all_decided {
         eprintln!(
             "run `{}` still waits for other decisions; run `capabilities hub approve {}` again",
             args.run_id, args.run_id
@@ -117,28 +103,6 @@ pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
     let envelope = host.resume(&args.run_id)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())
-}
-
-/// The recorder: the CLI's single call of `record_decision`, for a person's answer at this
-/// terminal.
-fn recorder(run: &mut RunRecord, pending_id: &str, choice: Choice, now: u64) -> Result<Option<AlwaysRule>> {
-    record_decision(run, pending_id, choice, Channel::Cli, now).map_err(|err| {
-        anyhow::anyhow!("{err}; `capabilities hub runs show {}` shows what the run waits for", run.id)
-    })
-}
-
-/// "Always allow": a rule pinned to the contract the person saw, and that contract marked
-/// reviewed.
-fn persist_always(store: &Store, rule: &AlwaysRule, connection: Option<String>) -> Result<()> {
-    let address = ToolAddress::parse(&rule.address)
-        .map_err(|e| anyhow::anyhow!("the run names tool `{}` that is not an address: {e}", rule.address))?;
-    let mut state = sources::load_policy(store)?;
-    let mut policy = Policy::new(std::mem::take(&mut state.rules))
-        .context("policies/policy.json is invalid; fix it, then decide again")?;
-    policy.set(Rule::always_allow(address, connection, rule.contract))?;
-    state.rules = policy.rules().to_vec();
-    state.reviewed.insert(rule.address.clone(), rule.contract);
-    sources::save_policy(store, &state)
 }
 
 /// What a person sees before deciding one call.

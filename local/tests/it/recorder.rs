@@ -1,5 +1,5 @@
 //! Only a person records a decision: across every crate's sources, exactly one place calls
-//! `record_decision` — the CLI's recorder in `commands/approve.rs`.
+//! `record_decision` — `local/src/recorder.rs`, which the CLI, the approval page and elicitation answers all go through.
 
 use std::path::{Path, PathBuf};
 
@@ -34,5 +34,5 @@ fn only_the_recorder_records_a_decision() {
         }
     }
     assert_eq!(callers.len(), 1, "record_decision must have exactly one caller: {callers:?}");
-    assert!(callers[0].starts_with("local/src/commands/approve.rs:"), "{callers:?}");
+    assert!(callers[0].starts_with("local/src/recorder.rs:"), "{callers:?}");
 }

@@ -1,0 +1,84 @@
+//! The recorder: the one place in the local hub that records a person's decision on a pending
+//! call. The CLI (`hub approve`), the approval page and MCP elicitation answers all come here,
+//! each naming its [`Channel`]; nothing the model can reach calls it with an answer of its own.
+
+use anyhow::{Context, Result, anyhow, bail};
+use capabilities_core::address::ToolAddress;
+use capabilities_core::approval::{AlwaysRule, Channel, Choice, PendingCall, all_decided, record_decision};
+use capabilities_core::policy::{Policy, Rule};
+use capabilities_core::run::RunStatus;
+
+use crate::sources;
+use crate::store::{Store, now_ms, write_atomic};
+
+/// What recording did.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The calls decided, with the choice made for each.
+    pub decided: Vec<(PendingCall, Choice)>,
+    /// Whether every approval the run waits for now has a decision, so it can resume.
+    pub all_decided: bool,
+}
+
+/// Records `decisions` (pending call id, choice) on run `run_id`, all under the run's lock, and
+/// persists an "always" choice as a rule pinned to the contract the person saw. Either every
+/// decision is recorded or none is.
+pub fn record(
+    store: &Store,
+    run_id: &str,
+    decisions: &[(String, Choice)],
+    channel: Channel,
+) -> Result<Recorded> {
+    let (recorded, rules) = {
+        let _lock = store.lock(run_id).map_err(|e| anyhow!("{e}"))?;
+        let Some(mut run) = store.load_run_sync(run_id).map_err(|e| anyhow!("{e}"))? else {
+            bail!("there is no run `{run_id}`; `capabilities hub runs` lists the runs kept");
+        };
+        if run.status != RunStatus::AwaitingInput {
+            bail!("run `{run_id}` waits for nothing now; `capabilities hub runs show {run_id}` shows it");
+        }
+        let now = now_ms();
+        let mut decided = Vec::new();
+        let mut rules: Vec<(AlwaysRule, Option<String>)> = Vec::new();
+        for (pending_id, choice) in decisions {
+            let rule = record_decision(&mut run, pending_id, *choice, channel, now).map_err(|err| {
+                anyhow!("{err}; `capabilities hub runs show {run_id}` shows what the run waits for")
+            })?;
+            let pending = run
+                .pending
+                .iter()
+                .find(|p| &p.id == pending_id)
+                .cloned()
+                .context("a recorded call is one the run waits for")?;
+            if let Some(rule) = rule {
+                rules.push((rule, pending.connection.clone()));
+            }
+            decided.push((pending, *choice));
+        }
+        // The run's lock is held, so write the file directly (`save_run_sync` would take the
+        // same lock again).
+        let bytes = serde_json::to_vec_pretty(&run)?;
+        write_atomic(&store.root().join("runs").join(format!("{}.json", run.id)), &bytes)
+            .with_context(|| format!("saving run `{}`", run.id))?;
+        (Recorded { decided, all_decided: all_decided(&run) }, rules)
+    };
+    for (rule, connection) in rules {
+        persist_always(store, &rule, connection)?;
+    }
+    Ok(recorded)
+}
+
+/// "Always allow": a rule pinned to the contract the person saw, and that contract marked
+/// reviewed.
+fn persist_always(store: &Store, rule: &AlwaysRule, connection: Option<String>) -> Result<()> {
+    let address = ToolAddress::parse(&rule.address)
+        .map_err(|e| anyhow!("the run names tool `{}` that is not an address: {e}", rule.address))?;
+    let _lock = store.lock("policy").map_err(|e| anyhow!("{e}"))?;
+    let mut state = sources::load_policy(store)?;
+    let mut policy = Policy::new(std::mem::take(&mut state.rules))
+        .context("policies/policy.json is invalid; fix it, then decide again")?;
+    policy.set(Rule::always_allow(address, connection, rule.contract))?;
+    state.rules = policy.rules().to_vec();
+    state.reviewed.insert(rule.address.clone(), rule.contract);
+    sources::save_policy(store, &state)
+}
