@@ -87,6 +87,11 @@ impl LineMap {
     pub fn is_empty(&self) -> bool {
         self.origin.is_empty()
     }
+
+    /// The map as a list: entry N-1 is the model's line for body line N.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.origin.clone()
+    }
 }
 
 /// Why code was refused, pointing at the model's own text.

@@ -78,6 +78,7 @@ impl Engine<'_> {
             updated_ms: now,
             body: String::new(),
             notices: Vec::new(),
+            lines: Vec::new(),
             seed: u64::from_le_bytes(seed_bytes),
             clock_origin_ms: now,
             attempts: 0,
@@ -90,6 +91,7 @@ impl Engine<'_> {
             Ok(prepared) => {
                 run.body = prepared.body;
                 run.notices = prepared.notices;
+                run.lines = prepared.lines.to_vec();
             }
             Err(err) => {
                 run.status = RunStatus::Failed;
@@ -242,8 +244,11 @@ impl Engine<'_> {
                             Some("catch errors around calls that may fail, or fix the code and run it again")
                         }
                     };
+                    let at = thrown_at(err.stack.as_deref(), &run.lines)
+                        .map(|line| format!(" (line {line})"))
+                        .unwrap_or_default();
                     run.output.error =
-                        Some(RunError::new(&code, format!("{}: {}", err.name, err.message), hint));
+                        Some(RunError::new(&code, format!("{}: {}{at}", err.name, err.message), hint));
                 }
                 AttemptEnd::Limit(kind) => {
                     run.status = RunStatus::Failed;
@@ -734,4 +739,16 @@ impl Bridge for AttemptBridge<'_, '_> {
     fn describe(&self, args: Value) -> Result<String, String> {
         self.engine.lookup.describe(args)
     }
+}
+
+/// The line of the model's text where a thrown error was raised: the innermost frame of the
+/// run's own code in the guest's stack, mapped back through the code pipeline's line map. The
+/// stack is the guest's to forge, which at worst names a wrong line.
+fn thrown_at(stack: Option<&str>, lines: &[u32]) -> Option<u32> {
+    const MODULE: &str = "code.js:";
+    let stack = stack?;
+    let start = stack.find(MODULE)? + MODULE.len();
+    let digits: &str = &stack[start..][..stack[start..].bytes().take_while(u8::is_ascii_digit).count()];
+    let body_line: u32 = digits.parse().ok()?;
+    lines.get(usize::try_from(body_line.checked_sub(1)?).ok()?).copied()
 }

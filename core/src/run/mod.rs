@@ -85,6 +85,10 @@ pub struct RunRecord {
     /// The prepared code (the body the sandbox runs), so a resume needs nothing else.
     pub body: String,
     pub notices: Vec<String>,
+    /// For each line of `body`, the line of the model's text it came from, so an error raised
+    /// while running points at what the model wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<u32>,
     pub seed: u64,
     pub clock_origin_ms: u64,
     pub attempts: u32,

@@ -354,6 +354,21 @@ fn hub_search_and_describe_work_inside_code() {
 }
 
 #[test]
+fn an_uncaught_error_names_the_line_the_model_wrote() {
+    let hub = Hub::new();
+    let fenced =
+        "```ts\nconst n: number = 1;\n\nfunction f(): void { throw new RangeError(\"bad\") }\nf()\n```";
+    expect_test::expect!["failed uncaught_error: RangeError: bad (line 4)"].assert_eq(&outcome(&hub, fenced));
+    expect_test::expect!["failed uncaught_error: TypeError: cannot read property 'x' of null (line 3)"]
+        .assert_eq(&outcome(&hub, "const a = 1;\nconst o = null;\nreturn o.x"));
+    // A forged stack at worst names a wrong line; nothing else changes.
+    expect_test::expect!["failed uncaught_error: Error: forged"].assert_eq(&outcome(
+        &hub,
+        "const e = new Error('forged'); Object.defineProperty(e, 'stack', { value: 'code.js:99999' }); throw e",
+    ));
+}
+
+#[test]
 fn an_unknown_tool_is_a_catchable_error() {
     let hub = Hub::new();
     expect_test::expect![[r#"completed ["TypeError","notes has no tool \"lst\"; closest: notes.list. hub.search(query) finds tools by what they do"]"#]]

@@ -90,7 +90,7 @@ fn errors_have_codes() {
         "throw { code: 'mine' }"
           => failed uncaught_error: Thrown: { code: "mine" }
         "throw new RangeError('too far')"
-          => failed uncaught_error: RangeError: too far
+          => failed uncaught_error: RangeError: too far (line 1)
         "return () => 1"
           => failed result_not_serializable: the returned value cannot be sent back as JSON: the result holds a function at result: send data, not code
         "return 10n"
