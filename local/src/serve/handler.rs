@@ -20,6 +20,7 @@ use super::tools;
 use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp};
 use crate::host::Host;
+use crate::page::{ApprovalPages, Notifier};
 
 /// The hub opened for a configuration stamp, if any.
 type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
@@ -33,6 +34,7 @@ pub struct HubServer {
     settings: Settings,
     limits: Limits,
     host: Arc<Mutex<OpenHost>>,
+    pages: ApprovalPages,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -43,7 +45,8 @@ impl std::fmt::Debug for HubServer {
 
 impl HubServer {
     pub fn new(settings: Settings) -> HubServer {
-        HubServer { settings, limits: Limits::DEFAULT, host: Arc::new(Mutex::new(None)) }
+        let pages = ApprovalPages::new(settings.home.clone());
+        HubServer { settings, limits: Limits::DEFAULT, host: Arc::new(Mutex::new(None)), pages }
     }
 
     /// The open hub, reopened if its configuration changed on disk since it was opened.
@@ -77,7 +80,14 @@ impl HubServer {
         };
         let server = self.clone();
         match on_own_thread(move || answer(&*server.host()?, request)).await {
-            Ok(result) => result,
+            Ok(Answer::Done(result)) => result,
+            Ok(Answer::Envelope(mut envelope)) => {
+                // This client cannot ask the person itself: the hub does, on its own page.
+                if envelope.status == "awaiting_approval" {
+                    envelope.notices.push(self.pages.notify(&envelope.run_id).await);
+                }
+                envelope_result(&envelope)
+            }
             Err(err) => error_text(format!("{err:#}")),
         }
     }
@@ -126,13 +136,19 @@ fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> 
     }
 }
 
+/// What a call produced: a finished answer, or a run's envelope.
+enum Answer {
+    Done(CallToolResult),
+    Envelope(Envelope),
+}
+
 /// Answers `request` on the calling thread.
-fn answer(host: &Host, request: Request) -> Result<CallToolResult> {
+fn answer(host: &Host, request: Request) -> Result<Answer> {
     Ok(match request {
-        Request::Search(args) => text_result(host.surface().search(&args)),
-        Request::Describe(args) => text_result(host.surface().describe(&args)),
-        Request::Execute(code) => envelope_result(&host.execute(&code)?),
-        Request::Resume(run_id) => envelope_result(&host.resume(&run_id)?),
+        Request::Search(args) => Answer::Done(text_result(host.surface().search(&args))),
+        Request::Describe(args) => Answer::Done(text_result(host.surface().describe(&args))),
+        Request::Execute(code) => Answer::Envelope(host.execute(&code)?),
+        Request::Resume(run_id) => Answer::Envelope(host.resume(&run_id)?),
     })
 }
 

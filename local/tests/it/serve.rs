@@ -176,7 +176,7 @@ fn an_older_client_over_raw_json_rpc() {
 }
 
 /// A private temporary hub store (the store warns about directories others can read).
-fn hub_home() -> tempfile::TempDir {
+pub(crate) fn hub_home() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let home = tempfile::tempdir().unwrap();
     std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -191,7 +191,7 @@ fn write(home: &Path, relative: &str, value: &impl serde::Serialize) {
 }
 
 /// A hub whose one source is the reference memory server, its tools reviewed as they are now.
-fn memory_hub(home: &Path) {
+pub(crate) fn memory_hub(home: &Path) {
     let script = packages().join("server-memory/dist/index.js");
     let spec = SourceSpec {
         namespace: "memory".to_owned(),
