@@ -5,6 +5,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod host;
+pub mod secrets;
 pub mod serve;
 pub mod sources;
 pub mod store;

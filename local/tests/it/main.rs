@@ -2,6 +2,7 @@
 
 mod cli;
 mod recorder;
+mod secrets;
 mod serve;
 mod support;
 mod upstream;
