@@ -321,3 +321,42 @@ fn auth_refuses_what_it_cannot_fill_and_never_takes_a_value_as_an_argument() {
     let value_flag = run(&["auth", "everything", "--value", "abcdefgh"], None);
     assert_eq!(value_flag.code, 2);
 }
+
+/// At a terminal, `hub auth` prompts for each slot and does not echo what is typed.
+#[test]
+fn the_prompt_does_not_echo_the_value() {
+    require("script", "bsdutils");
+    let hub = Hub::new();
+    hub.add_everything();
+    let typed = "typed-secret-5e6f7a8b";
+    let log = hub.dir.path().join("terminal.log");
+    let line = format!("'{BIN}' hub auth everything");
+    let mut command = Command::new("script");
+    command.args(["-qfec", &line]).arg(&log).envs(hub.envs()).env("CAPABILITIES_KEYCHAIN", "file");
+    let mut child =
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Type only once the prompt is up: turning echo off drops what was typed before.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("(input hidden)") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no prompt: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(format!("{typed}\n").as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let transcript = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{transcript}");
+    assert!(transcript.contains("API_TOKEN for everything/default (input hidden): "), "{transcript}");
+    assert!(transcript.contains("filled API_TOKEN of `everything` connection `default`"), "{transcript}");
+    assert!(!transcript.contains(typed), "the value was echoed: {transcript}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(typed));
+    assert_eq!(hub.files_holding(typed), vec![hub.home().join("secrets.json")]);
+}
