@@ -250,7 +250,15 @@ impl LocalSecrets {
         let mut missing = Vec::new();
         for slot in &connection.slots {
             match store.get(&SlotKey { namespace, connection: name, slot })? {
-                Some(value) => credentials.values.push((slot.clone(), value)),
+                Some(value) => {
+                    // A value edited in by hand could be too short to scrub: never send it.
+                    check_value(slot, &value).map_err(|why| {
+                        SecretsError::Unavailable(format!(
+                            "{why}; fill it again with `capabilities hub auth {namespace} --connection {name}`"
+                        ))
+                    })?;
+                    credentials.values.push((slot.clone(), value));
+                }
                 None => missing.push(slot.clone()),
             }
         }

@@ -360,3 +360,21 @@ fn the_prompt_does_not_echo_the_value() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains(typed));
     assert_eq!(hub.files_holding(typed), vec![hub.home().join("secrets.json")]);
 }
+
+/// A stored value too short to scrub (edited in by hand) is never sent to the source.
+#[test]
+fn a_value_too_short_to_scrub_is_not_used() {
+    let hub = Hub::new();
+    hub.add_everything();
+    let auth = hub.run(&["auth", "everything", "--stdin"], Some("long-enough-value\n"));
+    assert_eq!(auth.code, 0, "{}", auth.stderr);
+    let file = hub.home().join("secrets.json");
+    let text = std::fs::read_to_string(&file).unwrap().replace("long-enough-value", "ab");
+    std::fs::write(&file, text).unwrap();
+    let ran = hub.run(&["--json", "exec", "return await everything.getEnv({})"], None);
+    assert_eq!(ran.code, 3, "{}{}", ran.stdout, ran.stderr);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let error = envelope["error"].to_string();
+    assert!(error.contains("too short to scrub"), "{}", ran.stdout);
+    assert!(error.contains("hub auth everything --connection default"), "{}", ran.stdout);
+}
