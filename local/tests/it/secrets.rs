@@ -378,3 +378,71 @@ fn a_value_too_short_to_scrub_is_not_used() {
     assert!(error.contains("too short to scrub"), "{}", ran.stdout);
     assert!(error.contains("hub auth everything --connection default"), "{}", ran.stdout);
 }
+
+/// An HTTP source's header slots, filled with `hub auth`, ride on the request; the result shows
+/// `[secret]` where the headers echo them.
+#[test]
+fn header_slots_filled_by_auth_reach_an_http_source() {
+    use std::io::BufRead;
+    let script = crate::support::repo().join("local/tests/fixtures/fixture-server.mjs");
+    let mut server = Command::new("node")
+        .arg(script)
+        .arg("http")
+        .env("MCP_SDK_DIR", packages().join("sdk"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let _server = KillOnDrop(server);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    let ports: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("fixture said {line:?}: {e}"));
+    let url = format!("http://127.0.0.1:{}/mcp", ports["port"]);
+
+    let hub = Hub::new();
+    let added = hub.run(
+        &[
+            "add",
+            &url,
+            "--namespace",
+            "fixture",
+            "--header",
+            "Authorization",
+            "--header",
+            "X-Api-Key",
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    let (token, key) = ("bearer-canary-2468", "key-canary-1357");
+    let auth = hub.run(&["auth", "fixture", "--stdin"], Some(&format!("{token}\n{key}\n")));
+    assert_eq!(auth.code, 0, "{}", auth.stderr);
+
+    let mut ran = hub.run(&["--json", "exec", "return await fixture.headers({})"], None);
+    if ran.code == 4 {
+        let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+        let id = envelope["runId"].as_str().unwrap().to_owned();
+        ran = hub.run(&["--json", "approve", &id, "--choice", "once"], None);
+    }
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let result = envelope["result"].to_string();
+    assert!(result.contains("Bearer [secret]"), "{result}");
+    assert!(result.contains("x-api-key") && result.contains("[secret]"), "{result}");
+    for value in [token, key] {
+        assert!(!ran.stdout.contains(value), "{}", ran.stdout);
+        assert_eq!(hub.files_holding(value), vec![hub.home().join("secrets.json")]);
+    }
+}
+
+/// A child process killed when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
