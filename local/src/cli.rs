@@ -56,6 +56,10 @@ pub enum HubCommand {
     Approve(commands::approve::ApproveArgs),
     /// Cancel a run.
     Cancel(commands::cancel::CancelArgs),
+    /// Fill the credential slots of a source's connection (values go to the keychain).
+    Auth(commands::auth::AuthArgs),
+    /// List a source's connections, their slots and which are filled.
+    Connections(commands::connections::ConnectionsArgs),
 }
 
 /// Everything a command needs, resolved once from flags and the environment.
@@ -98,6 +102,8 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Review(args)) => commands::review::run(&settings, args),
         Command::Hub(HubCommand::Approve(args)) => commands::approve::run(&settings, args),
         Command::Hub(HubCommand::Cancel(args)) => commands::cancel::run(&settings, args),
+        Command::Hub(HubCommand::Auth(args)) => commands::auth::run(&settings, args),
+        Command::Hub(HubCommand::Connections(args)) => commands::connections::run(&settings, args),
     };
     match result {
         Ok(code) => code,

@@ -10,12 +10,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use capabilities_core::address::Namespace;
 use capabilities_core::limits::Limits;
 use capabilities_core::policy::CompiledPolicy;
-use capabilities_core::ports::{
-    BoxFuture, Clock, Credentials, Entropy, Secrets, SecretsError, Upstream, UpstreamError, UpstreamRequest,
-};
+use capabilities_core::ports::{BoxFuture, Clock, Entropy, Upstream, UpstreamError, UpstreamRequest};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
@@ -24,6 +21,7 @@ use serde_json::Value;
 
 use crate::cli::Settings;
 use crate::config::HubConfig;
+use crate::secrets::LocalSecrets;
 use crate::store::{Store, is_run_id, now_ms};
 use crate::upstream::{PoolOptions, SourcePool};
 
@@ -143,7 +141,7 @@ impl Host {
             ComputeMeter::clock(move || started.elapsed().as_micros() as u64),
             Arc::new(AtomicBool::new(false)),
         );
-        let secrets = LocalSecrets { config: &self.config };
+        let secrets = LocalSecrets::new(&self.config, &self.store);
         let engine = Engine {
             catalog: &self.surface.catalog,
             policy: &self.surface.policy,
@@ -221,43 +219,5 @@ impl Entropy for OsEntropy {
     fn fill(&self, buf: &mut [u8]) {
         // Without OS randomness nothing the hub makes is safe to use; stopping is right.
         getrandom::fill(buf).expect("the OS random number generator is available");
-    }
-}
-
-/// Credentials for a call. Sources without credential slots need none; values for slots come
-/// from the keychain (with the local hub work).
-struct LocalSecrets<'a> {
-    config: &'a HubConfig,
-}
-
-impl Secrets for LocalSecrets<'_> {
-    fn resolve<'a>(
-        &'a self,
-        namespace: &'a Namespace,
-        connection: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Credentials, SecretsError>> {
-        Box::pin(async move {
-            let Some((_, _, connections)) =
-                self.config.sources.iter().find(|(s, _, _)| s.spec.namespace == namespace.as_str())
-            else {
-                return Ok(Credentials::default());
-            };
-            let Some(name) = connection else { return Ok(Credentials::default()) };
-            let Some(record) = connections.connections.iter().find(|c| c.name == name) else {
-                return Err(SecretsError::UnknownConnection {
-                    namespace: namespace.to_string(),
-                    connection: name.to_owned(),
-                    known: connections.connections.iter().map(|c| c.name.clone()).collect(),
-                });
-            };
-            if record.slots.is_empty() {
-                return Ok(Credentials { connection: Some(name.to_owned()), values: Vec::new() });
-            }
-            Err(SecretsError::Missing {
-                namespace: namespace.to_string(),
-                connection: name.to_owned(),
-                slots: record.slots.clone(),
-            })
-        })
     }
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod host;
 pub mod page;
 pub mod recorder;
+pub mod secrets;
 pub mod serve;
 pub mod sources;
 pub mod store;

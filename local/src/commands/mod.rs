@@ -3,7 +3,9 @@
 
 pub mod add;
 pub mod approve;
+pub mod auth;
 pub mod cancel;
+pub mod connections;
 pub mod exec;
 pub mod list;
 pub mod refresh;

@@ -8,6 +8,8 @@ use clap::Args;
 
 use super::{Exit, UsageError, print_stdout};
 use crate::cli::Settings;
+use crate::config::{ConnectionsRecord, read_json};
+use crate::secrets::SecretStore;
 use crate::sources;
 use crate::store::Store;
 
@@ -41,7 +43,26 @@ pub fn run(settings: &Settings, args: RemoveArgs) -> Result<ExitCode> {
             bail!("`{ns}` was kept");
         }
     }
+    let connections: ConnectionsRecord =
+        read_json(&store, &sources::connections_path(ns)).ok().flatten().unwrap_or_default();
     sources::remove_source(&store, &namespace)?;
     print_stdout(&format!("removed `{ns}`\n"))?;
+    forget_secrets(&store, ns, &connections);
     Ok(Exit::Ok.into())
+}
+
+/// Deletes the values of the removed source's slots. The source is gone either way; a value
+/// left behind is reported with what to do.
+fn forget_secrets(store: &Store, ns: &str, connections: &ConnectionsRecord) {
+    if connections.connections.iter().all(|c| c.slots.is_empty()) {
+        return;
+    }
+    match SecretStore::open(store).and_then(|secrets| secrets.forget_source(ns, connections)) {
+        Ok(0) => {}
+        Ok(n) => eprintln!("deleted {n} stored secret{} of `{ns}`", if n == 1 { "" } else { "s" }),
+        Err(err) => eprintln!(
+            "warning: the secrets of `{ns}` could not be deleted ({err}); delete the keychain items of \
+             service `capabilities.sh` whose account starts with `{ns}/`"
+        ),
+    }
 }

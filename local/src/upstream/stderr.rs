@@ -7,6 +7,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use capabilities_core::scrub::{MARKER, MIN_SECRET_BYTES, Scrubber};
+
 /// How much stderr each source keeps.
 pub(crate) const TAIL_BYTES: usize = 8 * 1024;
 
@@ -68,16 +70,30 @@ impl StderrTail {
     }
 }
 
-/// Replaces each secret value in `text` with `[secret]`, longest first.
-///
-/// TODO: use `capabilities_core::scrub` (base64 and percent-encoded forms too) once it lands.
+/// Replaces each secret value in `text` with `[secret]`: raw, base64, percent-encoded and hex,
+/// as the core's scrubber knows them. A value too short for the scrubber is still replaced raw.
 pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
-    let mut secrets: Vec<&String> = secrets.iter().filter(|s| !s.is_empty()).collect();
+    let (long, short): (Vec<&String>, Vec<&String>) =
+        secrets.iter().filter(|s| !s.is_empty()).partition(|s| s.len() >= MIN_SECRET_BYTES);
+    let mut out = match Scrubber::new(&long) {
+        Ok(scrubber) => scrubber.scrub_str(text).into_owned(),
+        // Too many forms to compile: the raw values at least.
+        Err(_) => replace_raw(text, &long),
+    };
+    if !short.is_empty() {
+        out = replace_raw(&out, &short);
+    }
+    out
+}
+
+/// Replaces each value by [`MARKER`], longest first.
+fn replace_raw(text: &str, secrets: &[&String]) -> String {
+    let mut secrets = secrets.to_vec();
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     let mut out = text.to_owned();
     for secret in secrets {
         if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), "[secret]");
+            out = out.replace(secret.as_str(), MARKER);
         }
     }
     out
@@ -123,6 +139,24 @@ mod tests {
         tail.push(b"key=abc");
         tail.push(b"def\n");
         expect![["key=[secret]\n"]].assert_eq(&tail.text());
+    }
+
+    #[test]
+    fn encoded_forms_of_a_secret_are_scrubbed() {
+        let tail = StderrTail::default();
+        tail.add_secrets(["tok/en+1234"]);
+        tail.push(b"raw tok/en+1234\n");
+        tail.push(b"base64 dG9rL2VuKzEyMzQ=\n");
+        tail.push(b"url tok%2Fen%2B1234\n");
+        tail.push(b"hex 746f6b2f656e");
+        tail.push(b"2b31323334\n");
+        expect![[r#"
+            raw [secret]
+            base64 [secret]
+            url [secret]
+            hex [secret]
+        "#]]
+        .assert_eq(&tail.text());
     }
 
     #[test]

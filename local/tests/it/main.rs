@@ -3,6 +3,7 @@
 mod cli;
 mod page;
 mod recorder;
+mod secrets;
 mod serve;
 mod support;
 mod upstream;

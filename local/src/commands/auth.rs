@@ -1,0 +1,151 @@
+//! `capabilities hub auth`: fill the credential slots of one connection of a source. Values are
+//! typed at a prompt that does not echo, or piped in with `--stdin`; never given as arguments.
+//! They go to the OS keychain (or its fallback file, see `secrets`).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use capabilities_core::address::Namespace;
+use clap::Args;
+
+use super::{Exit, UsageError, print_stdout};
+use crate::cli::Settings;
+use crate::config::{ConnectionRecord, ConnectionsRecord, SourceRecord, read_json, write_json};
+use crate::secrets::{SecretStore, SlotKey, check_connection_name, check_value, read_hidden};
+use crate::sources;
+use crate::store::Store;
+
+/// Most bytes `--stdin` reads.
+const MAX_STDIN_BYTES: u64 = 64 * 1024;
+
+#[derive(Debug, Args)]
+pub struct AuthArgs {
+    /// The namespace of the source (see `capabilities hub list`).
+    pub namespace: String,
+    /// The connection to fill; the source's default when left out. A name the source does not
+    /// have yet adds a connection with the source's slots (`--connection work`).
+    #[arg(long, value_name = "NAME")]
+    pub connection: Option<String>,
+    /// Read the values from stdin instead of prompting: one line per slot, in the order
+    /// `capabilities hub connections` lists the slots. Each whole line is the value.
+    #[arg(long)]
+    pub stdin: bool,
+}
+
+pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let namespace = Namespace::new(&args.namespace).map_err(|e| {
+        UsageError(format!(
+            "`{}` is not a namespace ({e}); `capabilities hub list` shows them",
+            args.namespace
+        ))
+    })?;
+    let ns = namespace.as_str();
+    let Some(source) = read_json::<SourceRecord>(&store, &sources::source_path(ns))? else {
+        bail!("there is no source `{ns}`; `capabilities hub list` shows the sources");
+    };
+    let source_slots = sources::connections_for(&source.spec)
+        .connections
+        .into_iter()
+        .next()
+        .map(|c| c.slots)
+        .unwrap_or_default();
+    let mut record: ConnectionsRecord =
+        read_json(&store, &sources::connections_path(ns))?.unwrap_or_default();
+    let name =
+        args.connection.clone().or_else(|| record.default.clone()).unwrap_or_else(|| "default".to_owned());
+    check_connection_name(&name).map_err(UsageError)?;
+    let existing = record.connections.iter().find(|c| c.name == name);
+    let slots = existing.map_or_else(|| source_slots.clone(), |c| c.slots.clone());
+    if slots.is_empty() {
+        bail!(
+            "`{ns}` takes no credentials: it declares no `--env` or `--header` slots; to add some, \
+             remove it and add it again with them"
+        );
+    }
+    let is_new = existing.is_none();
+    if is_new {
+        eprintln!("adding connection `{name}` to `{ns}` with slots {}", slots.join(", "));
+    }
+
+    let values = if args.stdin {
+        read_stdin(&slots)?
+    } else if settings.no_input {
+        return Err(UsageError(format!(
+            "filling `{ns}/{name}` needs its values: run this at a terminal, or pipe them with `--stdin`, \
+             one line per slot in this order: {}",
+            slots.join(", ")
+        ))
+        .into());
+    } else {
+        let mut values = Vec::new();
+        for slot in &slots {
+            values.push(read_hidden(&format!("{slot} for {ns}/{name} (input hidden): "))?);
+        }
+        values
+    };
+    for (slot, value) in slots.iter().zip(&values) {
+        check_value(slot, value).map_err(|why| UsageError(format!("{why}; nothing was stored")))?;
+    }
+
+    let secrets = SecretStore::open(&store)?;
+    for (slot, value) in slots.iter().zip(&values) {
+        secrets.set(&SlotKey { namespace: ns, connection: &name, slot }, value)?;
+    }
+    if is_new {
+        record.connections.push(ConnectionRecord { name: name.clone(), slots: slots.clone() });
+        if record.default.is_none() {
+            record.default = Some(name.clone());
+        }
+        write_json(&store, &sources::connections_path(ns), &record)?;
+    }
+    print_stdout(&format!(
+        "filled {} of `{ns}` connection `{name}` in {}\n",
+        slots.join(", "),
+        secrets.describe()
+    ))?;
+    Ok(Exit::Ok.into())
+}
+
+/// One value per slot from stdin, a line each.
+fn read_stdin(slots: &[String]) -> Result<Vec<String>> {
+    let mut text = String::new();
+    std::io::stdin()
+        .take(MAX_STDIN_BYTES)
+        .read_to_string(&mut text)
+        .context("reading the values from stdin (UTF-8 text, one line per slot)")?;
+    parse_lines(&text, slots).map_err(|why| UsageError(why).into())
+}
+
+/// Splits `text` into one value per slot; trailing empty lines do not count.
+fn parse_lines(text: &str, slots: &[String]) -> Result<Vec<String>, String> {
+    let mut lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    if lines.len() != slots.len() {
+        return Err(format!(
+            "stdin has {} line{}, and `--stdin` takes one per slot in this order: {}",
+            lines.len(),
+            if lines.len() == 1 { "" } else { "s" },
+            slots.join(", ")
+        ));
+    }
+    Ok(lines.into_iter().map(str::to_owned).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdin_takes_one_line_per_slot() {
+        let slots = vec!["A".to_owned(), "B".to_owned()];
+        assert_eq!(parse_lines("one=1\r\ntwo\n\n", &slots).unwrap(), ["one=1", "two"]);
+        assert_eq!(
+            parse_lines("only\n", &slots).unwrap_err(),
+            "stdin has 1 line, and `--stdin` takes one per slot in this order: A, B"
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! Credential values of connections. Connection records name the slots; the values live in the
+//! OS keychain under the service `capabilities.sh`, one item per slot, its account
+//! `<namespace>/<connection>/<slot>`. Namespaces and connection names never hold a `/`, so the
+//! account names one slot only.
+//!
+//! Without a reachable keychain (no D-Bus session, no Secret Service) the values go to
+//! `secrets.json` in the hub's home, mode 600, and every use says so on stderr.
+//! `CAPABILITIES_KEYCHAIN` chooses: `auto` (the default), `keychain` (fail without one) or
+//! `file` (always the file, for tests and CI).
+//!
+//! [`LocalSecrets`] is the local hub's `Secrets` port: it reads values only when the engine asks,
+//! right before an upstream request.
+
+mod file;
+mod keychain;
+mod prompt;
+
+use std::sync::{Arc, OnceLock};
+
+use capabilities_core::address::Namespace;
+use capabilities_core::ports::{BoxFuture, Credentials, Secrets, SecretsError};
+use capabilities_core::scrub::MIN_SECRET_BYTES;
+
+pub use file::FILE_NAME;
+pub use prompt::read_hidden;
+
+use crate::config::{ConnectionsRecord, HubConfig};
+use crate::store::Store;
+
+/// The keychain service every item is stored under.
+pub const SERVICE: &str = "capabilities.sh";
+
+/// The environment variable that chooses the store: `auto`, `keychain` or `file`.
+pub const KEYCHAIN_ENV: &str = "CAPABILITIES_KEYCHAIN";
+
+/// Longest connection name.
+pub const MAX_CONNECTION_LEN: usize = 64;
+
+/// One slot of one connection of one source.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotKey<'a> {
+    pub namespace: &'a str,
+    pub connection: &'a str,
+    pub slot: &'a str,
+}
+
+impl SlotKey<'_> {
+    /// The keychain account of this slot.
+    pub fn account(&self) -> String {
+        format!("{}/{}/{}", self.namespace, self.connection, self.slot)
+    }
+}
+
+/// Checks a connection name: lowercase letters, digits, `_` and `-`, starting with a letter.
+pub fn check_connection_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_CONNECTION_LEN
+        && name.as_bytes()[0].is_ascii_lowercase()
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a connection name: use up to {MAX_CONNECTION_LEN} lowercase letters, digits, \
+             `_` or `-`, starting with a letter"
+        ))
+    }
+}
+
+/// Checks a value before it is stored. Shorter values could not be scrubbed from output
+/// without blanking ordinary words, so they are refused.
+pub fn check_value(slot: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err(format!("the value for `{slot}` is empty"));
+    }
+    if value.len() < MIN_SECRET_BYTES {
+        return Err(format!(
+            "the value for `{slot}` is shorter than {MIN_SECRET_BYTES} bytes, too short to scrub from \
+             output; check that it is the whole credential"
+        ));
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(format!("the value for `{slot}` holds a line break or NUL byte"));
+    }
+    Ok(())
+}
+
+/// Where values are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Keychain,
+    File,
+}
+
+/// An open secret store: the keychain, or the fallback file.
+#[derive(Debug)]
+pub struct SecretStore {
+    backend: Backend,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Keychain,
+    File(file::FileStore),
+}
+
+impl SecretStore {
+    /// Opens the store `CAPABILITIES_KEYCHAIN` chooses. Using the file prints a warning.
+    pub fn open(store: &Store) -> Result<SecretStore, SecretsError> {
+        let choice = std::env::var(KEYCHAIN_ENV).unwrap_or_default();
+        let backend = match choice.trim() {
+            "" | "auto" => match keychain::available() {
+                Ok(()) => Backend::Keychain,
+                Err(_) => {
+                    let file = file::FileStore::new(store);
+                    eprintln!(
+                        "warning: no OS keychain is reachable, so secrets are kept in {} (mode 600); \
+                         to keep them in a keychain, run a Secret Service such as gnome-keyring in \
+                         your D-Bus session",
+                        file.path().display()
+                    );
+                    Backend::File(file)
+                }
+            },
+            "keychain" => {
+                keychain::available().map_err(|why| {
+                    SecretsError::Unavailable(format!(
+                        "{KEYCHAIN_ENV}=keychain but no OS keychain is reachable ({why}); start a \
+                         Secret Service such as gnome-keyring, or unset {KEYCHAIN_ENV}"
+                    ))
+                })?;
+                Backend::Keychain
+            }
+            "file" => {
+                let file = file::FileStore::new(store);
+                eprintln!(
+                    "warning: {KEYCHAIN_ENV}=file, so secrets are kept in {} (mode 600) instead of a \
+                     keychain; unset {KEYCHAIN_ENV} to use the OS keychain",
+                    file.path().display()
+                );
+                Backend::File(file)
+            }
+            other => {
+                return Err(SecretsError::Unavailable(format!(
+                    "{KEYCHAIN_ENV} is `{other}`; set it to `auto`, `keychain` or `file`"
+                )));
+            }
+        };
+        Ok(SecretStore { backend })
+    }
+
+    pub fn kind(&self) -> StoreKind {
+        match self.backend {
+            Backend::Keychain => StoreKind::Keychain,
+            Backend::File(_) => StoreKind::File,
+        }
+    }
+
+    /// Where values go, in words.
+    pub fn describe(&self) -> String {
+        match &self.backend {
+            Backend::Keychain => format!("the OS keychain (service `{SERVICE}`)"),
+            Backend::File(file) => file.path().display().to_string(),
+        }
+    }
+
+    /// The value of one slot, `None` when it is not filled.
+    pub fn get(&self, key: &SlotKey<'_>) -> Result<Option<String>, SecretsError> {
+        match &self.backend {
+            Backend::Keychain => keychain::get(&key.account()),
+            Backend::File(file) => file.get(key),
+        }
+        .map_err(|why| unavailable(key, why))
+    }
+
+    pub fn set(&self, key: &SlotKey<'_>, value: &str) -> Result<(), SecretsError> {
+        match &self.backend {
+            Backend::Keychain => keychain::set(&key.account(), value),
+            Backend::File(file) => file.set(key, value),
+        }
+        .map_err(|why| unavailable(key, why))
+    }
+
+    /// Deletes one slot's value; whether there was one.
+    pub fn delete(&self, key: &SlotKey<'_>) -> Result<bool, SecretsError> {
+        match &self.backend {
+            Backend::Keychain => keychain::delete(&key.account()),
+            Backend::File(file) => file.delete(key),
+        }
+        .map_err(|why| unavailable(key, why))
+    }
+
+    /// Deletes the values of every slot of every connection in `record`; how many there were.
+    pub fn forget_source(&self, namespace: &str, record: &ConnectionsRecord) -> Result<usize, SecretsError> {
+        let mut deleted = 0;
+        for connection in &record.connections {
+            for slot in &connection.slots {
+                let key = SlotKey { namespace, connection: &connection.name, slot };
+                deleted += usize::from(self.delete(&key)?);
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+fn unavailable(key: &SlotKey<'_>, why: String) -> SecretsError {
+    SecretsError::Unavailable(format!("slot `{}` of `{}/{}`: {why}", key.slot, key.namespace, key.connection))
+}
+
+/// The local hub's `Secrets` port. The store opens on the first slot a run needs, so runs that
+/// call no source with credentials never touch the keychain.
+pub struct LocalSecrets {
+    sources: Arc<Vec<(String, ConnectionsRecord)>>,
+    store: Store,
+    opened: Arc<OnceLock<Result<SecretStore, SecretsError>>>,
+}
+
+impl LocalSecrets {
+    pub fn new(config: &HubConfig, store: &Store) -> LocalSecrets {
+        let sources = config
+            .sources
+            .iter()
+            .map(|(source, _, connections)| (source.spec.namespace.clone(), connections.clone()));
+        LocalSecrets { sources: Arc::new(sources.collect()), store: store.clone(), opened: Arc::default() }
+    }
+
+    /// The values of `connection`'s slots, reading the store (blocking).
+    fn lookup(&self, namespace: &str, connection: Option<&str>) -> Result<Credentials, SecretsError> {
+        let Some((_, record)) = self.sources.iter().find(|(ns, _)| ns == namespace) else {
+            return Ok(Credentials::default());
+        };
+        let Some(name) = connection.or(record.default.as_deref()) else {
+            return Ok(Credentials::default());
+        };
+        let Some(connection) = record.connections.iter().find(|c| c.name == name) else {
+            return Err(SecretsError::UnknownConnection {
+                namespace: namespace.to_owned(),
+                connection: name.to_owned(),
+                known: record.connections.iter().map(|c| c.name.clone()).collect(),
+            });
+        };
+        let mut credentials = Credentials { connection: Some(name.to_owned()), values: Vec::new() };
+        if connection.slots.is_empty() {
+            return Ok(credentials);
+        }
+        let store = match self.opened.get_or_init(|| SecretStore::open(&self.store)) {
+            Ok(store) => store,
+            Err(err) => return Err(err.clone()),
+        };
+        let mut missing = Vec::new();
+        for slot in &connection.slots {
+            match store.get(&SlotKey { namespace, connection: name, slot })? {
+                Some(value) => {
+                    // A value edited in by hand could be too short to scrub: never send it.
+                    check_value(slot, &value).map_err(|why| {
+                        SecretsError::Unavailable(format!(
+                            "{why}; fill it again with `capabilities hub auth {namespace} --connection {name}`"
+                        ))
+                    })?;
+                    credentials.values.push((slot.clone(), value));
+                }
+                None => missing.push(slot.clone()),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(SecretsError::Missing {
+                namespace: namespace.to_owned(),
+                connection: name.to_owned(),
+                slots: missing,
+            });
+        }
+        Ok(credentials)
+    }
+
+    fn share(&self) -> LocalSecrets {
+        LocalSecrets { sources: self.sources.clone(), store: self.store.clone(), opened: self.opened.clone() }
+    }
+}
+
+impl Secrets for LocalSecrets {
+    fn resolve<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        connection: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Credentials, SecretsError>> {
+        let namespace = namespace.to_string();
+        let connection = connection.map(str::to_owned);
+        Box::pin(async move {
+            // Keychain calls block (D-Bus round trips): keep them off the run's thread.
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    let this = self.share();
+                    handle
+                        .spawn_blocking(move || this.lookup(&namespace, connection.as_deref()))
+                        .await
+                        .map_err(|e| {
+                            SecretsError::Unavailable(format!("reading the secret store stopped: {e}"))
+                        })?
+                }
+                Err(_) => self.lookup(&namespace, connection.as_deref()),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accounts_name_one_slot() {
+        let key = SlotKey { namespace: "github", connection: "work", slot: "Authorization" };
+        assert_eq!(key.account(), "github/work/Authorization");
+    }
+
+    #[test]
+    fn connection_names_and_values_are_checked() {
+        assert!(check_connection_name("work-2").is_ok());
+        for bad in ["", "Work", "a/b", "2nd", &"x".repeat(65)] {
+            assert!(check_connection_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_value("T", "abcd").is_ok());
+        for bad in ["", "abc", "ab\ncd"] {
+            assert!(check_value("T", bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! Credentials end to end, with the real binary: `hub auth` fills a slot in a real Secret Service
+//! (gnome-keyring in a private D-Bus session), the value reaches the everything server's
+//! environment, and it never shows in the envelope, the journal or any file of the hub; without
+//! a keychain the fallback file is private and announced.
+//!
+//! Needs Node.js with `cd node && npm ci`, and on PATH `dbus-run-session` (Debian package
+//! `dbus-daemon`), `gnome-keyring-daemon` (`gnome-keyring`) and `secret-tool`
+//! (`libsecret-tools`). The tests fail, never skip, without them.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::support::packages;
+
+const BIN: &str = env!("CARGO_BIN_EXE_capabilities");
+
+/// One hub in a temporary directory; HOME and the D-Bus address point inside it too.
+struct Hub {
+    dir: tempfile::TempDir,
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Hub {
+    fn new() -> Hub {
+        let hub = Hub { dir: tempfile::tempdir().unwrap() };
+        std::fs::create_dir_all(hub.dir.path().join("home")).unwrap();
+        hub
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("hub")
+    }
+
+    /// The environment every command gets: the hub's home, and HOME inside the temp dir.
+    fn envs(&self) -> Vec<(&'static str, String)> {
+        let home = self.dir.path().join("home").display().to_string();
+        vec![
+            ("CAPABILITIES_HOME", self.home().display().to_string()),
+            ("HOME", home.clone()),
+            ("XDG_RUNTIME_DIR", home),
+            ("NO_COLOR", "1".to_owned()),
+        ]
+    }
+
+    /// The binary with no D-Bus session reachable.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .arg("hub")
+            .args(args)
+            .envs(self.envs())
+            .env(
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}", self.dir.path().join("no-bus").display()),
+            )
+            .env_remove("CAPABILITIES_KEYCHAIN");
+        command
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Ran {
+        let mut command = self.command(args);
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            use std::io::Write;
+            let mut input = input;
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+        Ran {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// Adds the everything server with one credential slot, `API_TOKEN`.
+    fn add_everything(&self) {
+        let script = packages().join("server-everything/dist/index.js");
+        let added = self.run(
+            &["add", "--yes", "--env", "API_TOKEN", "--", "node", script.to_str().unwrap(), "stdio"],
+            None,
+        );
+        assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    }
+
+    /// Every file under the hub's home, with its bytes.
+    fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    out.push((path, bytes));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.home(), &mut out);
+        out
+    }
+
+    fn files_holding(&self, needle: &str) -> Vec<PathBuf> {
+        self.files()
+            .into_iter()
+            .filter(|(_, bytes)| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            .map(|(path, _)| path)
+            .collect()
+    }
+}
+
+fn require(tool: &str, package: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(found, "`{tool}` is not on PATH: install it with `apt-get install {package}`");
+}
+
+const NO_KEYCHAIN: &str = "warning: no OS keychain is reachable";
+
+/// The real keychain: `hub auth` stores the value in gnome-keyring, a run hands it to the
+/// source, the result and the journal show `[secret]`, no file of the hub holds it, and
+/// `hub remove` deletes it from the keychain.
+#[test]
+fn a_filled_slot_lives_in_the_keychain_and_reaches_the_source_scrubbed() {
+    require("dbus-run-session", "dbus-daemon");
+    require("gnome-keyring-daemon", "gnome-keyring");
+    require("secret-tool", "libsecret-tools");
+    let hub = Hub::new();
+    hub.add_everything();
+    let canary = "canary-7f3a9c2e51d04b86";
+    let out = hub.dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("value"), format!("{canary}\n")).unwrap();
+
+    let script = r#"
+        set -u
+        printf pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 20
+        "$BIN" hub auth everything --stdin <"$OUT/value" >"$OUT/auth.out" 2>"$OUT/auth.err" || exit 21
+        "$BIN" --json hub connections everything >"$OUT/connections.json" 2>"$OUT/connections.err" || exit 22
+        secret-tool lookup service capabilities.sh username everything/default/API_TOKEN >"$OUT/lookup" || exit 23
+        "$BIN" --json hub exec 'return await everything.getEnv({})' >"$OUT/exec.json" 2>"$OUT/exec.err" || exit 24
+        "$BIN" hub remove everything --yes >/dev/null 2>"$OUT/remove.err" || exit 25
+        secret-tool lookup service capabilities.sh username everything/default/API_TOKEN >"$OUT/after"
+        echo $? >"$OUT/after.rc"
+    "#;
+    let ran = Command::new("dbus-run-session")
+        .args(["--", "sh", "-c", script])
+        .envs(hub.envs())
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env("CAPABILITIES_KEYCHAIN", "keychain")
+        .env("BIN", BIN)
+        .env("OUT", &out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let report = format!(
+        "exit {:?}\nstderr: {}\nauth: {}{}\nexec: {}{}",
+        ran.status.code(),
+        String::from_utf8_lossy(&ran.stderr),
+        read("auth.out"),
+        read("auth.err"),
+        read("exec.json"),
+        read("exec.err"),
+    );
+    assert!(ran.status.success(), "{report}");
+
+    // Stored in the keychain, under an account naming namespace, connection and slot.
+    assert_eq!(read("lookup").trim_end(), canary, "{report}");
+    assert!(read("auth.out").contains("the OS keychain"), "{report}");
+    assert!(!read("auth.err").contains(NO_KEYCHAIN), "{report}");
+    let connections: Value = serde_json::from_str(&read("connections.json")).unwrap();
+    assert_eq!(connections["store"], "keychain");
+    assert_eq!(
+        connections["connections"][0]["slots"][0],
+        serde_json::json!({"name": "API_TOKEN", "filled": true})
+    );
+
+    // The source saw the value; what came back shows `[secret]` in its place.
+    let exec = read("exec.json");
+    let envelope: Value = serde_json::from_str(&exec).unwrap_or_else(|_| panic!("{report}"));
+    assert_eq!(envelope["status"], "completed", "{report}");
+    assert!(!exec.contains(canary), "{report}");
+    let result = envelope["result"].to_string();
+    assert!(result.contains("API_TOKEN") && result.contains("[secret]"), "{report}");
+
+    // No file of the hub holds it, the journal included.
+    assert!(!hub.home().join("secrets.json").exists());
+    let journals: Vec<PathBuf> = hub
+        .files()
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|p| p.to_string_lossy().ends_with(".journal.jsonl"))
+        .collect();
+    assert!(!journals.is_empty(), "the run kept a journal");
+    assert_eq!(hub.files_holding(canary), Vec::<PathBuf>::new());
+
+    // Removing the source deleted the keychain item.
+    assert!(read("remove.err").contains("deleted 1 stored secret"), "{}", read("remove.err"));
+    assert_ne!(read("after.rc").trim(), "0", "the item is still there: {}", read("after"));
+}
+
+/// Without a keychain, values go to `secrets.json`, mode 600, and every use warns; the value
+/// still reaches the source and is scrubbed from the run.
+#[test]
+fn without_a_keychain_the_private_file_is_used_and_announced() {
+    let hub = Hub::new();
+    hub.add_everything();
+    let canary = "canary-file-0c1d2e3f4a5b";
+
+    let waiting = hub.run(&["--json", "exec", "return await everything.getEnv({})"], None);
+    assert_eq!(waiting.code, 4, "{}{}", waiting.stdout, waiting.stderr);
+    assert!(waiting.stdout.contains("hub auth everything --connection default"), "{}", waiting.stdout);
+
+    let auth = hub.run(&["auth", "everything", "--stdin"], Some(&format!("{canary}\n")));
+    assert_eq!(auth.code, 0, "{}{}", auth.stdout, auth.stderr);
+    assert_eq!(auth.stderr.lines().filter(|l| l.starts_with(NO_KEYCHAIN)).count(), 1, "{}", auth.stderr);
+    assert!(auth.stderr.contains("gnome-keyring"), "the warning says how to get a keychain: {}", auth.stderr);
+
+    let file = hub.home().join("secrets.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(hub.files_holding(canary), vec![file.clone()]);
+
+    let listed = hub.run(&["connections", "everything"], None);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.starts_with("* default  API_TOKEN (filled)\n"), "{}", listed.stdout);
+    assert!(listed.stderr.contains(NO_KEYCHAIN), "warned again: {}", listed.stderr);
+
+    let ran = hub.run(&["--json", "exec", "return await everything.getEnv({})"], None);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains(NO_KEYCHAIN), "warned again: {}", ran.stderr);
+    assert!(!ran.stdout.contains(canary), "{}", ran.stdout);
+    assert!(ran.stdout.contains("[secret]"), "{}", ran.stdout);
+    // Only the fallback file holds the value: not the run, not its journal.
+    assert_eq!(hub.files_holding(canary), vec![file.clone()]);
+
+    let removed = hub.run(&["remove", "everything", "--yes"], None);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(hub.files_holding(canary), Vec::<PathBuf>::new());
+}
+
+/// A named connection is added with the source's slots; unknown sources, sources without
+/// slots and bad input are refused; no flag takes a value.
+#[test]
+fn auth_refuses_what_it_cannot_fill_and_never_takes_a_value_as_an_argument() {
+    let hub = Hub::new();
+    hub.add_everything();
+    let file_store = [("CAPABILITIES_KEYCHAIN", "file")];
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut command = hub.command(args);
+        command.envs(file_store);
+        command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+            use std::io::Write;
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        Ran {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+
+    let unknown = run(&["auth", "nothing", "--stdin"], Some("abcdefgh\n"));
+    assert_eq!(unknown.code, 1);
+    assert!(unknown.stderr.contains("there is no source `nothing`"), "{}", unknown.stderr);
+
+    let bad_name = run(&["auth", "everything", "--connection", "Work!", "--stdin"], Some("abcdefgh\n"));
+    assert_eq!(bad_name.code, 2, "{}", bad_name.stderr);
+
+    let prompt = run(&["auth", "everything"], None);
+    assert_eq!(prompt.code, 2, "{}", prompt.stderr);
+    assert!(prompt.stderr.contains("--stdin"), "{}", prompt.stderr);
+
+    let short = run(&["auth", "everything", "--stdin"], Some("abc\n"));
+    assert_eq!(short.code, 2, "{}", short.stderr);
+    assert!(short.stderr.contains("too short to scrub"), "{}", short.stderr);
+
+    let added = run(&["auth", "everything", "--connection", "work", "--stdin"], Some("work-token-1234\n"));
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    let listed = run(&["--json", "connections", "everything"], None);
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(listed["default"], "default");
+    let names: Vec<_> = listed["connections"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
+    assert_eq!(names, ["default", "work"]);
+    assert_eq!(listed["connections"][0]["slots"][0]["filled"], false);
+    assert_eq!(listed["connections"][1]["slots"][0]["filled"], true);
+    assert!(!serde_json::to_string(&listed).unwrap().contains("work-token-1234"));
+
+    // Values only through stdin or the prompt: no flag takes one.
+    let help = run(&["auth", "--help"], None);
+    assert_eq!(help.code, 0);
+    let flags: Vec<&str> = (help.stdout.lines())
+        .filter(|line| line.trim_start().starts_with('-'))
+        .flat_map(str::split_whitespace)
+        .filter(|w| w.starts_with("--"))
+        .map(|w| w.trim_end_matches(','))
+        .collect();
+    assert_eq!(
+        flags,
+        ["--connection", "--json", "--no-input", "--stdin", "--help", "--version"],
+        "{}",
+        help.stdout
+    );
+    let value_flag = run(&["auth", "everything", "--value", "abcdefgh"], None);
+    assert_eq!(value_flag.code, 2);
+}
+
+/// At a terminal, `hub auth` prompts for each slot and does not echo what is typed.
+#[test]
+fn the_prompt_does_not_echo_the_value() {
+    require("script", "bsdutils");
+    let hub = Hub::new();
+    hub.add_everything();
+    let typed = "typed-secret-5e6f7a8b";
+    let log = hub.dir.path().join("terminal.log");
+    let line = format!("'{BIN}' hub auth everything");
+    let mut command = Command::new("script");
+    command.args(["-qfec", &line]).arg(&log).envs(hub.envs()).env("CAPABILITIES_KEYCHAIN", "file");
+    let mut child =
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Type only once the prompt is up: turning echo off drops what was typed before.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("(input hidden)") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no prompt: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(format!("{typed}\n").as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let transcript = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{transcript}");
+    assert!(transcript.contains("API_TOKEN for everything/default (input hidden): "), "{transcript}");
+    assert!(transcript.contains("filled API_TOKEN of `everything` connection `default`"), "{transcript}");
+    assert!(!transcript.contains(typed), "the value was echoed: {transcript}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(typed));
+    assert_eq!(hub.files_holding(typed), vec![hub.home().join("secrets.json")]);
+}
+
+/// A stored value too short to scrub (edited in by hand) is never sent to the source.
+#[test]
+fn a_value_too_short_to_scrub_is_not_used() {
+    let hub = Hub::new();
+    hub.add_everything();
+    let auth = hub.run(&["auth", "everything", "--stdin"], Some("long-enough-value\n"));
+    assert_eq!(auth.code, 0, "{}", auth.stderr);
+    let file = hub.home().join("secrets.json");
+    let text = std::fs::read_to_string(&file).unwrap().replace("long-enough-value", "ab");
+    std::fs::write(&file, text).unwrap();
+    let ran = hub.run(&["--json", "exec", "return await everything.getEnv({})"], None);
+    assert_eq!(ran.code, 3, "{}{}", ran.stdout, ran.stderr);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let error = envelope["error"].to_string();
+    assert!(error.contains("too short to scrub"), "{}", ran.stdout);
+    assert!(error.contains("hub auth everything --connection default"), "{}", ran.stdout);
+}
+
+/// An HTTP source's header slots, filled with `hub auth`, ride on the request; the result shows
+/// `[secret]` where the headers echo them.
+#[test]
+fn header_slots_filled_by_auth_reach_an_http_source() {
+    use std::io::BufRead;
+    let script = crate::support::repo().join("local/tests/fixtures/fixture-server.mjs");
+    let mut server = Command::new("node")
+        .arg(script)
+        .arg("http")
+        .env("MCP_SDK_DIR", packages().join("sdk"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let _server = KillOnDrop(server);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    let ports: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("fixture said {line:?}: {e}"));
+    let url = format!("http://127.0.0.1:{}/mcp", ports["port"]);
+
+    let hub = Hub::new();
+    let added = hub.run(
+        &[
+            "add",
+            &url,
+            "--namespace",
+            "fixture",
+            "--header",
+            "Authorization",
+            "--header",
+            "X-Api-Key",
+            "--yes",
+        ],
+        None,
+    );
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    let (token, key) = ("bearer-canary-2468", "key-canary-1357");
+    let auth = hub.run(&["auth", "fixture", "--stdin"], Some(&format!("{token}\n{key}\n")));
+    assert_eq!(auth.code, 0, "{}", auth.stderr);
+
+    let mut ran = hub.run(&["--json", "exec", "return await fixture.headers({})"], None);
+    if ran.code == 4 {
+        let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+        let id = envelope["runId"].as_str().unwrap().to_owned();
+        ran = hub.run(&["--json", "approve", &id, "--choice", "once"], None);
+    }
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let result = envelope["result"].to_string();
+    assert!(result.contains("Bearer [secret]"), "{result}");
+    assert!(result.contains("x-api-key") && result.contains("[secret]"), "{result}");
+    for value in [token, key] {
+        assert!(!ran.stdout.contains(value), "{}", ran.stdout);
+        assert_eq!(hub.files_holding(value), vec![hub.home().join("secrets.json")]);
+    }
+}
+
+/// A child process killed when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
