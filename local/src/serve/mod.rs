@@ -1,13 +1,17 @@
 //! The hub's own MCP endpoint: exactly three tools (`search`, `describe`, `execute`) over
-//! stdio, for agents on this machine.
+//! stdio or loopback HTTP, for agents on this machine.
 
+pub mod gate;
 pub mod handler;
+pub mod http;
+pub mod token;
 pub mod tools;
 
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 
 pub use handler::HubServer;
+pub use http::serve_http;
 
 use crate::cli::Settings;
 

@@ -3,5 +3,6 @@
 mod cli;
 mod recorder;
 mod serve;
+mod serve_http;
 mod support;
 mod upstream;
