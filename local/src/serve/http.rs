@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -46,6 +46,9 @@ pub const ENDPOINT: &str = "/mcp";
 
 /// How long open connections get to finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(5);
+
+/// How long a client may take to send a request's headers.
+const HEADER_TIME: Duration = Duration::from_secs(10);
 
 /// How much of an oversized body is read and dropped before answering 413, and for how long,
 /// so the client sees the answer instead of a reset connection.
@@ -93,6 +96,8 @@ pub async fn serve_http(settings: Settings, port: u16) -> Result<()> {
     eprintln!("clients send `Authorization: Bearer <token>`; the token is in {}", token_path.display());
 
     let graceful = GracefulShutdown::new();
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIME);
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -112,8 +117,7 @@ pub async fn serve_http(settings: Settings, port: u16) -> Result<()> {
             let endpoint = Arc::clone(&endpoint);
             async move { Ok::<_, Infallible>(endpoint.answer(request).await) }
         });
-        let connection =
-            graceful.watch(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             // A client that goes away mid-request is not the server's problem.
             let _ = connection.await;
