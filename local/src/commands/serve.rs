@@ -32,11 +32,10 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
         (true, false) => false,
         (false, true) => true,
         (false, false) => {
-            return Err(UsageError(
+            return Err(UsageError(format!(
                 "pick a transport: --stdio when an agent starts the hub itself, or --http to serve \
-                 agents that connect to http://127.0.0.1:4790/mcp"
-                    .into(),
-            )
+                 agents that connect to http://127.0.0.1:{DEFAULT_PORT}/mcp"
+            ))
             .into());
         }
         (true, true) => {

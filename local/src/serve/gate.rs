@@ -103,14 +103,11 @@ mod tests {
     const TOKEN: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
     fn gate() -> Gate {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(super::super::token::TOKEN_FILE), TOKEN).unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dir.path().join(super::super::token::TOKEN_FILE),
-            std::fs::Permissions::from_mode(0o600),
-        )
-        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(crate::serve::token::TOKEN_FILE);
+        std::fs::write(&path, TOKEN).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         Gate::new(4790, Token::load_or_create(dir.path()).unwrap().0)
     }
 

@@ -10,8 +10,8 @@ pub mod tools;
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 
+pub use self::http::serve_http;
 pub use handler::HubServer;
-pub use http::serve_http;
 
 use crate::cli::Settings;
 
