@@ -1,4 +1,4 @@
-//! `capabilities hub serve`: the hub's MCP endpoint for agents, over stdio.
+//! `capabilities hub serve`: the hub's MCP endpoint for agents, over stdio or loopback HTTP.
 
 use std::process::ExitCode;
 
@@ -7,24 +7,41 @@ use clap::Args;
 
 use super::{Exit, UsageError};
 use crate::cli::Settings;
+use crate::serve::http::DEFAULT_PORT;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Speak MCP on stdin and stdout (how agents start the hub).
     #[arg(long)]
     pub stdio: bool,
+    /// Serve MCP over streamable HTTP at http://127.0.0.1:<port>/mcp, for agents that connect
+    /// to a running hub. Clients need the bearer token in the file `http-token` in the hub's
+    /// store.
+    #[arg(long)]
+    pub http: bool,
+    /// The port for --http, on 127.0.0.1 only; 0 picks a free one (the URL is printed on stderr).
+    #[arg(long, requires = "http", default_value_t = DEFAULT_PORT)]
+    pub port: u16,
     /// The profile to serve. Only `default` exists for now.
     #[arg(long, default_value = "default")]
     pub profile: String,
 }
 
 pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
-    if !args.stdio {
-        return Err(UsageError(
-            "pass --stdio: the hub serves MCP over stdio for now (`capabilities hub serve --stdio`)".into(),
-        )
-        .into());
-    }
+    let http = match (args.stdio, args.http) {
+        (true, false) => false,
+        (false, true) => true,
+        (false, false) => {
+            return Err(UsageError(format!(
+                "pick a transport: --stdio when an agent starts the hub itself, or --http to serve \
+                 agents that connect to http://127.0.0.1:{DEFAULT_PORT}/mcp"
+            ))
+            .into());
+        }
+        (true, true) => {
+            return Err(UsageError("pass either --stdio or --http, not both".into()).into());
+        }
+    };
     if args.profile != "default" {
         return Err(UsageError(format!(
             "there is no profile `{}`: only `default` exists for now",
@@ -37,7 +54,11 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the server's async runtime")?;
-    runtime.block_on(crate::serve::serve_stdio(settings.clone()))?;
+    if http {
+        runtime.block_on(crate::serve::serve_http(settings.clone(), args.port))?;
+    } else {
+        runtime.block_on(crate::serve::serve_stdio(settings.clone()))?;
+    }
     // A read of stdin left pending by the transport must not hold the exit.
     runtime.shutdown_background();
     Ok(Exit::Ok.into())

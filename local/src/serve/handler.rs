@@ -63,6 +63,13 @@ impl HubServer {
         Ok(host)
     }
 
+    /// Lets go of the open hub, so its sources stop once no call holds it.
+    pub fn close(&self) {
+        if let Ok(mut cached) = self.host.lock() {
+            cached.take();
+        }
+    }
+
     /// Answers one `tools/call` for `name` with `arguments`.
     pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
         let request = match name {

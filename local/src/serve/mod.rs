@@ -1,12 +1,16 @@
 //! The hub's own MCP endpoint: exactly three tools (`search`, `describe`, `execute`) over
-//! stdio, for agents on this machine.
+//! stdio or loopback HTTP, for agents on this machine.
 
+pub mod gate;
 pub mod handler;
+pub mod http;
+pub mod token;
 pub mod tools;
 
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
 
+pub use self::http::serve_http;
 pub use handler::HubServer;
 
 use crate::cli::Settings;

@@ -5,5 +5,6 @@ mod page;
 mod recorder;
 mod secrets;
 mod serve;
+mod serve_http;
 mod support;
 mod upstream;
