@@ -1,8 +1,13 @@
 //! The MCP server handler: `tools/list` answers with the three definitions, `tools/call` sends
-//! `search` and `describe` to the surface and `execute` to the engine. Nothing here changes
-//! configuration or records a decision.
+//! `search` and `describe` to the surface and `execute` to the engine. When a run waits for
+//! approval and the client declared form elicitation, the person is asked in the client's own
+//! prompt; their answer goes to the recorder only with the state the hub signed for that call.
+//! Nothing the model sends changes configuration or records a decision.
+
+use std::time::Duration;
 
 use anyhow::Result;
+use capabilities_core::approval::{Channel, PendingCall, PendingKind};
 use capabilities_core::limits::Limits;
 use capabilities_core::surface::envelope::Envelope;
 use rmcp::ErrorData as McpError;
@@ -11,15 +16,22 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
 use serde_json::Value;
 
 use std::sync::{Arc, Mutex};
 
+use super::approvals::{self, Answer, ApprovalKey};
 use super::tools;
 use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp};
 use crate::host::Host;
+use crate::recorder;
+use crate::store::now_ms;
+
+/// How many times one `execute` asks, records and resumes before it answers `awaiting_approval`
+/// anyway (a loop of writes with "once" asks on each).
+const MAX_PROMPT_ROUNDS: usize = 20;
 
 /// The hub opened for a configuration stamp, if any.
 type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
@@ -60,8 +72,19 @@ impl HubServer {
         Ok(host)
     }
 
-    /// Answers one `tools/call` for `name` with `arguments`.
+    /// Answers one `tools/call` for `name` with `arguments`, for a client that cannot be asked.
     pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        self.call_with(name, arguments, None).await
+    }
+
+    /// Answers one `tools/call` for `name` with `arguments`; a run that waits for approval is
+    /// put to the person through `peer` when it declared form elicitation.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        peer: Option<&Peer<RoleServer>>,
+    ) -> CallToolResult {
         let request = match name {
             tools::SEARCH => Request::Search(arguments),
             tools::DESCRIBE => Request::Describe(arguments),
@@ -77,10 +100,139 @@ impl HubServer {
         };
         let server = self.clone();
         match on_own_thread(move || answer(&*server.host()?, request)).await {
-            Ok(result) => result,
+            Ok(Answered::Text(result)) => result,
+            Ok(Answered::Run(envelope)) => match peer {
+                Some(peer) if envelope.status == "awaiting_approval" && can_ask(peer) => {
+                    envelope_result(&self.ask_person(peer, envelope).await)
+                }
+                _ => envelope_result(&envelope),
+            },
             Err(err) => error_text(format!("{err:#}")),
         }
     }
+
+    /// Puts each undecided approval of the waiting run to the person through the client's
+    /// prompt, records their answers and resumes; again while the resumed run asks anew.
+    /// A dismissed prompt or a failed request leaves the call pending.
+    async fn ask_person(&self, peer: &Peer<RoleServer>, mut envelope: Envelope) -> Envelope {
+        for _ in 0..MAX_PROMPT_ROUNDS {
+            if envelope.status != "awaiting_approval" {
+                break;
+            }
+            let round = match self.ask_round(peer, &envelope.run_id).await {
+                Ok(round) => round,
+                Err(err) => {
+                    eprintln!("warning: asking for approval in the client failed: {err:#}");
+                    break;
+                }
+            };
+            if round == Round::Unanswered {
+                break;
+            }
+            let server = self.clone();
+            let run_id = envelope.run_id.clone();
+            match on_own_thread(move || server.host()?.resume(&run_id)).await {
+                Ok(resumed) => envelope = resumed,
+                Err(err) => {
+                    eprintln!("warning: resuming run `{}` after approval failed: {err:#}", envelope.run_id);
+                    break;
+                }
+            }
+            if round == Round::Partly {
+                break;
+            }
+        }
+        envelope
+    }
+
+    /// One prompt for each undecided approval of run `run_id`, in order.
+    async fn ask_round(&self, peer: &Peer<RoleServer>, run_id: &str) -> Result<Round> {
+        let server = self.clone();
+        let id = run_id.to_owned();
+        let (host, run, key) = on_own_thread(move || {
+            let host = server.host()?;
+            let run = host.store().load_run_sync(&id).map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((host, run, ApprovalKey::load_or_create(&server.settings.home)?))
+        })
+        .await?;
+        let Some(run) = run else { return Ok(Round::Unanswered) };
+        let now = now_ms();
+        let undecided: Vec<PendingCall> = run
+            .pending
+            .iter()
+            .filter(|p| {
+                p.kind == PendingKind::Approval
+                    && p.expires_ms > now
+                    && !run.decisions.iter().any(|d| d.pending_id == p.id)
+            })
+            .cloned()
+            .collect();
+        if undecided.is_empty() {
+            return Ok(Round::Unanswered);
+        }
+        let mut recorded = false;
+        let stopped = |recorded| if recorded { Round::Partly } else { Round::Unanswered };
+        for pending in undecided {
+            let expires_ms = pending.expires_ms.min(now_ms() + approvals::ASK_MS);
+            let state = key.sign(run_id, &pending, approvals::nonce()?, expires_ms);
+            let params = approvals::request(run_id, &pending, &state, expires_ms);
+            let timeout = Duration::from_millis(expires_ms.saturating_sub(now_ms()));
+            let reply = match peer.create_elicitation_with_timeout(params, Some(timeout)).await {
+                Ok(reply) => reply,
+                Err(err) => {
+                    eprintln!("warning: the client did not answer the approval prompt: {err}");
+                    return Ok(stopped(recorded));
+                }
+            };
+            let Answer::Decided(choice) = approvals::answer(&reply) else { return Ok(stopped(recorded)) };
+            // The answer counts only with the state signed for this call, unexpired, once.
+            let claims = match key.verify_for(&state, run_id, &pending, now_ms()) {
+                Ok(claims) => claims,
+                Err(err) => {
+                    eprintln!("warning: approval for `{}` not recorded: {err}", pending.address);
+                    return Ok(stopped(recorded));
+                }
+            };
+            let host = Arc::clone(&host);
+            let id = run_id.to_owned();
+            let decision = vec![(pending.id.clone(), choice)];
+            let written = on_own_thread(move || {
+                let store = host.store();
+                recorder::record_checked(store, &id, &decision, Channel::Elicitation, || {
+                    approvals::consume_nonce(store, &claims)
+                })
+            })
+            .await;
+            if let Err(err) = written {
+                eprintln!("warning: approval for `{}` not recorded: {err:#}", pending.address);
+                return Ok(stopped(recorded));
+            }
+            recorded = true;
+        }
+        Ok(Round::Decided)
+    }
+}
+
+/// How one round of prompts ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Every prompt got a decision, recorded.
+    Decided,
+    /// Some got one, then a prompt was dismissed.
+    Partly,
+    /// Nothing was recorded.
+    Unanswered,
+}
+
+/// Whether the client declared that it can show a form to its person.
+fn can_ask(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes().contains(&ElicitationMode::Form)
+}
+
+/// What a call produced: a text answer, or a run's envelope.
+enum Answered {
+    Text(CallToolResult),
+    Run(Envelope),
 }
 
 /// One call, its arguments checked.
@@ -127,12 +279,12 @@ fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> 
 }
 
 /// Answers `request` on the calling thread.
-fn answer(host: &Host, request: Request) -> Result<CallToolResult> {
+fn answer(host: &Host, request: Request) -> Result<Answered> {
     Ok(match request {
-        Request::Search(args) => text_result(host.surface().search(&args)),
-        Request::Describe(args) => text_result(host.surface().describe(&args)),
-        Request::Execute(code) => envelope_result(&host.execute(&code)?),
-        Request::Resume(run_id) => envelope_result(&host.resume(&run_id)?),
+        Request::Search(args) => Answered::Text(text_result(host.surface().search(&args))),
+        Request::Describe(args) => Answered::Text(text_result(host.surface().describe(&args))),
+        Request::Execute(code) => Answered::Run(host.execute(&code)?),
+        Request::Resume(run_id) => Answered::Run(host.resume(&run_id)?),
     })
 }
 
@@ -188,10 +340,10 @@ impl ServerHandler for HubServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, arguments).await.into())
+        Ok(self.call_with(&request.name, arguments, Some(&context.peer)).await.into())
     }
 }
 

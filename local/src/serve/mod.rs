@@ -1,6 +1,7 @@
 //! The hub's own MCP endpoint: exactly three tools (`search`, `describe`, `execute`) over
 //! stdio, for agents on this machine.
 
+pub mod approvals;
 pub mod handler;
 pub mod tools;
 
