@@ -264,8 +264,8 @@ const CHOICES: [(&str, &str); 4] = [
 ];
 
 /// The elicitation request for `pending` of run `run_id`, carrying `state`; the prompt closes
-/// at `expires_ms`.
-pub fn request(run_id: &str, pending: &PendingCall, state: &str, expires_ms: u64) -> ElicitRequestParams {
+/// at `closes_ms`.
+pub fn request(run_id: &str, pending: &PendingCall, state: &str, closes_ms: u64) -> ElicitRequestParams {
     let choice = EnumSchema::builder(CHOICES.iter().map(|(value, _)| (*value).to_owned()).collect())
         .enum_titles(CHOICES.iter().map(|(_, title)| (*title).to_owned()).collect())
         .map(|b| b.title("Decision").description("What may this call do?").build())
@@ -279,14 +279,22 @@ pub fn request(run_id: &str, pending: &PendingCall, state: &str, expires_ms: u64
     meta.insert(STATE_META.to_owned(), serde_json::Value::String(state.to_owned()));
     ElicitRequestParams::FormElicitationParams {
         meta: Some(RequestMetaObject(MetaObject(meta))),
-        message: message(run_id, pending, expires_ms),
+        message: message(run_id, pending, closes_ms),
         requested_schema: schema,
     }
 }
 
 /// What a person sees: the call's address, connection, what the tool does, why it asks, when
-/// the prompt expires and the redacted arguments, the whole at most [`MESSAGE_BYTES`].
-pub fn message(run_id: &str, pending: &PendingCall, expires_ms: u64) -> String {
+/// the request expires (and the prompt closes, when sooner) and the redacted arguments, the
+/// whole at most [`MESSAGE_BYTES`].
+pub fn message(run_id: &str, pending: &PendingCall, closes_ms: u64) -> String {
+    let mut expires = utc_time(pending.expires_ms);
+    if closes_ms < pending.expires_ms {
+        expires.push_str(&format!(
+            " (this prompt closes at {}; later, `capabilities hub approve {run_id}`)",
+            utc_time(closes_ms)
+        ));
+    }
     let head = format!(
         "Allow this tool call?\n\
          Tool: {}\n\
@@ -300,7 +308,7 @@ pub fn message(run_id: &str, pending: &PendingCall, expires_ms: u64) -> String {
         pending.connection.as_deref().unwrap_or("default"),
         pending.summary,
         pending.reason,
-        utc_time(expires_ms),
+        expires,
     );
     let full = format!("{head}{}", pending.preview);
     if full.len() <= MESSAGE_BYTES {
@@ -380,7 +388,7 @@ mod tests {
             call_digest: "d".to_owned(),
             contract: ContractDigest([0; 32]),
             created_ms: NOW,
-            expires_ms: NOW + 1000,
+            expires_ms: NOW + 24 * 3600 * 1000,
         }
     }
 
@@ -481,13 +489,16 @@ mod tests {
             Connection: default
             What it does: Create multiple new entities in the knowledge graph
             Why it asks: the tool may change data
-            Expires: 2027-01-15 08:00 UTC
+            Expires: 2027-01-16 08:00 UTC
             Run: run_0123456789abcdef
             Arguments:
             {
               "entities": []
             }"#]]
-        .assert_eq(&message(RUN, &call, NOW));
+        .assert_eq(&message(RUN, &call, call.expires_ms));
+        let sooner = message(RUN, &call, NOW + 30 * 60 * 1000);
+        expect!["Expires: 2027-01-16 08:00 UTC (this prompt closes at 2027-01-15 08:30 UTC; later, `capabilities hub approve run_0123456789abcdef`)"]
+            .assert_eq(sooner.lines().find(|l| l.starts_with("Expires")).unwrap_or_default());
         let big = pending("p_1", 0, &"é".repeat(5000));
         let text = message(RUN, &big, NOW);
         assert!(text.len() <= MESSAGE_BYTES, "{}", text.len());
