@@ -215,3 +215,57 @@ fn the_key_file_and_nonces_stay_in_the_hub_home() {
     assert_eq!(nonces, format!("{nonce}\n"));
     assert!(Path::new(&hub.home().join("approval-key")).is_file());
 }
+
+/// At the recorder's door, on a real paused run: a forged, expired, misdirected or spent state
+/// records nothing; the state the hub signed for the call records once.
+#[test]
+fn only_a_fresh_state_signed_for_the_call_records() {
+    use capabilities::recorder;
+    use capabilities::serve::approvals::{self, ApprovalKey, StateError};
+    use capabilities::store::{Store, now_ms};
+    use capabilities_core::approval::{Channel, Choice, PendingCall};
+
+    let hub = Hub::new();
+    let out = hub.client(json!([execute(&create("f")), execute(&create("g"))]), None);
+    let run_ids: Vec<String> =
+        (0..2).map(|i| envelope(&out, i)["runId"].as_str().expect("a run id").to_owned()).collect();
+    let store = Store::open(&hub.home()).expect("the store opens");
+    let pending_of = |run_id: &str| -> PendingCall {
+        serde_json::from_value(hub.run(run_id)["pending"][0].clone()).expect("a pending call")
+    };
+    let (run, other) = (run_ids[0].as_str(), run_ids[1].as_str());
+    let pending = pending_of(run);
+    let key = ApprovalKey::load_or_create(&hub.home()).expect("the key");
+    let now = now_ms();
+    let attempt = |state: &str| -> Result<(), String> {
+        let claims = key.verify_for(state, run, &pending, now_ms()).map_err(|e| e.to_string())?;
+        recorder::record_checked(
+            &store,
+            run,
+            &[(pending.id.clone(), Choice::Once)],
+            Channel::Elicitation,
+            || approvals::consume_nonce(&store, &claims),
+        )
+        .map(|_| ())
+        .map_err(|e| format!("{e:#}"))
+    };
+
+    let forged = ApprovalKey::from_bytes([9; 32]).sign(run, &pending, [1; 16], now + 60_000);
+    assert_eq!(attempt(&forged), Err(StateError::BadSignature.to_string()));
+    let expired = key.sign(run, &pending, [2; 16], now.saturating_sub(1));
+    assert_eq!(attempt(&expired), Err(StateError::Expired.to_string()));
+    let for_other_run = key.sign(other, &pending_of(other), [3; 16], now + 60_000);
+    assert_eq!(attempt(&for_other_run), Err(StateError::Mismatch.to_string()));
+    // A state whose nonce an earlier answer spent.
+    let spent = key.sign(run, &pending, [4; 16], now + 60_000);
+    approvals::consume_nonce(&store, &key.verify(&spent, now).expect("verifies")).expect("spent");
+    assert_eq!(attempt(&spent), Err(StateError::Used.to_string()));
+    assert_eq!(hub.run(run)["decisions"], json!([]), "nothing was recorded");
+
+    let fresh = key.sign(run, &pending, [5; 16], now + 60_000);
+    assert_eq!(attempt(&fresh), Ok(()));
+    assert_eq!(hub.run(run)["decisions"][0]["channel"], "elicitation");
+    assert!(attempt(&fresh).is_err(), "a state counts once");
+    assert_eq!(hub.run(run)["decisions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(hub.run(other)["decisions"], json!([]));
+}
