@@ -13,10 +13,11 @@ use capabilities_core::surface::envelope::Envelope;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer};
+use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
 use serde_json::Value;
 
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,10 @@ use crate::store::now_ms;
 /// How many times one `execute` asks, records and resumes before it answers `awaiting_approval`
 /// anyway (a loop of writes with "once" asks on each).
 const MAX_PROMPT_ROUNDS: usize = 20;
+
+/// While a prompt is open, how often the client hears progress on the `execute` call (when it
+/// sent a progress token), so a client that resets its timeout on progress keeps waiting.
+const PROMPT_KEEPALIVE: Duration = Duration::from_secs(2);
 
 /// The hub opened for a configuration stamp, if any.
 type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
@@ -78,12 +83,12 @@ impl HubServer {
     }
 
     /// Answers one `tools/call` for `name` with `arguments`; a run that waits for approval is
-    /// put to the person through `peer` when it declared form elicitation.
+    /// put to the person through the request's peer when it declared form elicitation.
     pub async fn call_with(
         &self,
         name: &str,
         arguments: Value,
-        peer: Option<&Peer<RoleServer>>,
+        context: Option<&RequestContext<RoleServer>>,
     ) -> CallToolResult {
         let request = match name {
             tools::SEARCH => Request::Search(arguments),
@@ -101,9 +106,11 @@ impl HubServer {
         let server = self.clone();
         match on_own_thread(move || answer(&*server.host()?, request)).await {
             Ok(Answered::Text(result)) => result,
-            Ok(Answered::Run(envelope)) => match peer {
-                Some(peer) if envelope.status == "awaiting_approval" && can_ask(peer) => {
-                    envelope_result(&self.ask_person(peer, envelope).await)
+            Ok(Answered::Run(envelope)) => match context {
+                Some(context) if envelope.status == "awaiting_approval" && can_ask(&context.peer) => {
+                    let prompter =
+                        Prompter { peer: &context.peer, progress: context.meta.get_progress_token() };
+                    envelope_result(&self.ask_person(&prompter, envelope).await)
                 }
                 _ => envelope_result(&envelope),
             },
@@ -114,7 +121,7 @@ impl HubServer {
     /// Puts each undecided approval of the waiting run to the person through the client's
     /// prompt, records their answers and resumes; again while the resumed run asks anew.
     /// A dismissed prompt or a failed request leaves the call pending.
-    async fn ask_person(&self, peer: &Peer<RoleServer>, mut envelope: Envelope) -> Envelope {
+    async fn ask_person(&self, peer: &Prompter<'_>, mut envelope: Envelope) -> Envelope {
         for _ in 0..MAX_PROMPT_ROUNDS {
             if envelope.status != "awaiting_approval" {
                 break;
@@ -146,7 +153,7 @@ impl HubServer {
     }
 
     /// One prompt for each undecided approval of run `run_id`, in order.
-    async fn ask_round(&self, peer: &Peer<RoleServer>, run_id: &str) -> Result<Round> {
+    async fn ask_round(&self, peer: &Prompter<'_>, run_id: &str) -> Result<Round> {
         let server = self.clone();
         let id = run_id.to_owned();
         let (host, run, key) = on_own_thread(move || {
@@ -177,7 +184,7 @@ impl HubServer {
             let state = key.sign(run_id, &pending, approvals::nonce()?, expires_ms);
             let params = approvals::request(run_id, &pending, &state, expires_ms);
             let timeout = Duration::from_millis(expires_ms.saturating_sub(now_ms()));
-            let reply = match peer.create_elicitation_with_timeout(params, Some(timeout)).await {
+            let reply = match peer.ask(params, timeout).await {
                 Ok(reply) => reply,
                 Err(err) => {
                     eprintln!("warning: the client did not answer the approval prompt: {err}");
@@ -222,6 +229,39 @@ enum Round {
     Partly,
     /// Nothing was recorded.
     Unanswered,
+}
+
+/// The client that asked, and the progress token of its `execute` call.
+struct Prompter<'a> {
+    peer: &'a Peer<RoleServer>,
+    progress: Option<ProgressToken>,
+}
+
+impl Prompter<'_> {
+    /// Sends one prompt and waits for the answer, telling the client the call is alive.
+    async fn ask(
+        &self,
+        params: ElicitRequestParams,
+        timeout: Duration,
+    ) -> Result<ElicitResult, ServiceError> {
+        let reply = self.peer.create_elicitation_with_timeout(params, Some(timeout));
+        let Some(token) = &self.progress else { return reply.await };
+        tokio::pin!(reply);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROMPT_KEEPALIVE, PROMPT_KEEPALIVE);
+        let mut beats = 0u32;
+        loop {
+            tokio::select! {
+                answer = &mut reply => return answer,
+                _ = tick.tick() => {
+                    beats += 1;
+                    let note = ProgressNotificationParam::new(token.clone(), f64::from(beats))
+                        .with_message("waiting for a person to answer the approval prompt");
+                    let _ = self.peer.notify_progress(note).await;
+                }
+            }
+        }
+    }
 }
 
 /// Whether the client declared that it can show a form to its person.
@@ -343,7 +383,7 @@ impl ServerHandler for HubServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call_with(&request.name, arguments, Some(&context.peer)).await.into())
+        Ok(self.call_with(&request.name, arguments, Some(&context)).await.into())
     }
 }
 

@@ -269,3 +269,16 @@ fn only_a_fresh_state_signed_for_the_call_records() {
     assert_eq!(hub.run(run)["decisions"].as_array().map(Vec::len), Some(1));
     assert_eq!(hub.run(other)["decisions"], json!([]));
 }
+
+/// A person who takes longer than the client's timeout: progress on the `execute` call keeps a
+/// client that resets its timeout on progress waiting for the answer.
+#[test]
+fn progress_keeps_the_call_alive_while_the_person_thinks() {
+    let hub = Hub::new();
+    let mut call = execute(&create("s"));
+    call["timeoutMs"] = json!(3000);
+    let out = hub.client(json!([call]), Some(&["slow:once"]));
+    assert_eq!(envelope(&out, 0)["status"], "completed", "{out}");
+    assert!(out["results"][0]["progress"].as_u64().is_some_and(|n| n >= 2), "{out}");
+    assert_eq!(hub.entity_lines("s"), 1);
+}
