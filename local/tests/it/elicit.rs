@@ -282,3 +282,19 @@ fn progress_keeps_the_call_alive_while_the_person_thinks() {
     assert!(out["results"][0]["progress"].as_u64().is_some_and(|n| n >= 2), "{out}");
     assert_eq!(hub.entity_lines("s"), 1);
 }
+
+#[test]
+fn always_leaves_a_pinned_rule_so_the_next_run_is_not_asked() {
+    let hub = Hub::new();
+    let out = hub.client(json!([execute(&create("w1")), execute(&create("w2"))]), Some(&["always"]));
+    assert_eq!(envelope(&out, 0)["status"], "completed", "{out}");
+    assert_eq!(envelope(&out, 1)["status"], "completed", "{out}");
+    assert_eq!(out["elicitations"].as_array().map(Vec::len), Some(1), "asked once");
+    let policy: Value = serde_json::from_slice(
+        &std::fs::read(hub.home().join("policies/policy.json")).expect("the policy is stored"),
+    )
+    .expect("the policy is JSON");
+    assert_eq!(policy["rules"][0]["tool"], "memory.createEntities", "{policy}");
+    assert_eq!(policy["rules"][0]["effect"], "allow");
+    assert_eq!((hub.entity_lines("w1"), hub.entity_lines("w2")), (1, 1));
+}
