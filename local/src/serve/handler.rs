@@ -154,12 +154,13 @@ impl HubServer {
 
     /// One prompt for each undecided approval of run `run_id`, in order.
     async fn ask_round(&self, peer: &Prompter<'_>, run_id: &str) -> Result<Round> {
+        // The hub is opened (and dropped) on a thread of its own each time, never here: the
+        // last handle to a hub whose configuration changed shuts its sources down.
         let server = self.clone();
         let id = run_id.to_owned();
-        let (host, run, key) = on_own_thread(move || {
-            let host = server.host()?;
-            let run = host.store().load_run_sync(&id).map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok((host, run, ApprovalKey::load_or_create(&server.settings.home)?))
+        let (run, key) = on_own_thread(move || {
+            let run = server.host()?.store().load_run_sync(&id).map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((run, ApprovalKey::load_or_create(&server.settings.home)?))
         })
         .await?;
         let Some(run) = run else { return Ok(Round::Unanswered) };
@@ -200,10 +201,11 @@ impl HubServer {
                     return Ok(stopped(recorded));
                 }
             };
-            let host = Arc::clone(&host);
+            let server = self.clone();
             let id = run_id.to_owned();
             let decision = vec![(pending.id.clone(), choice)];
             let written = on_own_thread(move || {
+                let host = server.host()?;
                 let store = host.store();
                 recorder::record_checked(store, &id, &decision, Channel::Elicitation, || {
                     approvals::consume_nonce(store, &claims)
