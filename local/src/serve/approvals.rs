@@ -465,6 +465,16 @@ mod tests {
         // Another prompt for the same call has its own nonce.
         let fresh = key().sign(RUN, &call, [4; 16], NOW + 500);
         consume_nonce(&store, &key().verify(&fresh, NOW).expect("verifies")).expect("a fresh nonce");
+        // A line torn by a crash stays apart from the next nonce.
+        let path = store.root().join("runs").join(format!("{RUN}.nonces"));
+        let mut text = fs::read_to_string(&path).expect("the nonces");
+        text.push_str("0505");
+        fs::write(&path, &text).expect("write");
+        let next = key().sign(RUN, &call, [5; 16], NOW + 500);
+        consume_nonce(&store, &key().verify(&next, NOW).expect("verifies")).expect("after a torn line");
+        let lines: Vec<String> =
+            fs::read_to_string(&path).expect("the nonces").lines().map(str::to_owned).collect();
+        assert_eq!(lines, ["03".repeat(16), "04".repeat(16), "0505".to_owned(), "05".repeat(16)]);
     }
 
     #[test]
