@@ -29,6 +29,18 @@ pub fn record(
     decisions: &[(String, Choice)],
     channel: Channel,
 ) -> Result<Recorded> {
+    record_checked(store, run_id, decisions, channel, || Ok(()))
+}
+
+/// [`record`], with `check` run under the run's lock once the run is known to wait: an error
+/// from it records nothing. Elicitation answers spend their signed state's nonce there.
+pub fn record_checked(
+    store: &Store,
+    run_id: &str,
+    decisions: &[(String, Choice)],
+    channel: Channel,
+    check: impl FnOnce() -> Result<()>,
+) -> Result<Recorded> {
     let (recorded, rules) = {
         let _lock = store.lock(run_id).map_err(|e| anyhow!("{e}"))?;
         let Some(mut run) = store.load_run_sync(run_id).map_err(|e| anyhow!("{e}"))? else {
@@ -37,6 +49,7 @@ pub fn record(
         if run.status != RunStatus::AwaitingInput {
             bail!("run `{run_id}` waits for nothing now; `capabilities hub runs show {run_id}` shows it");
         }
+        check()?;
         let now = now_ms();
         let mut decided = Vec::new();
         let mut rules: Vec<(AlwaysRule, Option<String>)> = Vec::new();

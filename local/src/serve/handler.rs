@@ -1,26 +1,43 @@
 //! The MCP server handler: `tools/list` answers with the three definitions, `tools/call` sends
-//! `search` and `describe` to the surface and `execute` to the engine. Nothing here changes
-//! configuration or records a decision.
+//! `search` and `describe` to the surface and `execute` to the engine. When a run waits for
+//! approval and the client declared form elicitation, the person is asked in the client's own
+//! prompt; their answer goes to the recorder only with the state the hub signed for that call.
+//! Nothing the model sends changes configuration or records a decision.
+
+use std::time::Duration;
 
 use anyhow::Result;
+use capabilities_core::approval::{Channel, PendingCall, PendingKind};
 use capabilities_core::limits::Limits;
 use capabilities_core::surface::envelope::Envelope;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
 use serde_json::Value;
 
 use std::sync::{Arc, Mutex};
 
+use super::approvals::{self, Answer, ApprovalKey};
 use super::tools;
 use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp};
 use crate::host::Host;
 use crate::page::{ApprovalPages, Notifier};
+use crate::recorder;
+use crate::store::now_ms;
+
+/// How many times one `execute` asks, records and resumes before it answers `awaiting_approval`
+/// anyway (a loop of writes with "once" asks on each).
+const MAX_PROMPT_ROUNDS: usize = 20;
+
+/// While a prompt is open, how often the client hears progress on the `execute` call (when it
+/// sent a progress token), so a client that resets its timeout on progress keeps waiting.
+const PROMPT_KEEPALIVE: Duration = Duration::from_secs(2);
 
 /// The hub opened for a configuration stamp, if any.
 type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
@@ -70,8 +87,19 @@ impl HubServer {
         }
     }
 
-    /// Answers one `tools/call` for `name` with `arguments`.
+    /// Answers one `tools/call` for `name` with `arguments`, for a client that cannot be asked.
     pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        self.call_with(name, arguments, None).await
+    }
+
+    /// Answers one `tools/call` for `name` with `arguments`; a run that waits for approval is
+    /// put to the person through the request's peer when it declared form elicitation.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> CallToolResult {
         let request = match name {
             tools::SEARCH => Request::Search(arguments),
             tools::DESCRIBE => Request::Describe(arguments),
@@ -87,17 +115,183 @@ impl HubServer {
         };
         let server = self.clone();
         match on_own_thread(move || answer(&*server.host()?, request)).await {
-            Ok(Answer::Done(result)) => result,
-            Ok(Answer::Envelope(mut envelope)) => {
-                // This client cannot ask the person itself: the hub does, on its own page.
-                if envelope.status == "awaiting_approval" {
-                    envelope.notices.push(self.pages.notify(&envelope.run_id).await);
+            Ok(Answered::Text(result)) => result,
+            Ok(Answered::Run(envelope)) => match context {
+                Some(context) if envelope.status == "awaiting_approval" && can_ask(&context.peer) => {
+                    let prompter =
+                        Prompter { peer: &context.peer, progress: context.meta.get_progress_token() };
+                    envelope_result(&self.ask_person(&prompter, envelope).await)
                 }
-                envelope_result(&envelope)
-            }
+                _ => {
+                    let mut envelope = envelope;
+                    // This client cannot ask the person itself: the hub does, on its own page.
+                    if envelope.status == "awaiting_approval" {
+                        envelope.notices.push(self.pages.notify(&envelope.run_id).await);
+                    }
+                    envelope_result(&envelope)
+                }
+            },
             Err(err) => error_text(format!("{err:#}")),
         }
     }
+
+    /// Puts each undecided approval of the waiting run to the person through the client's
+    /// prompt, records their answers and resumes; again while the resumed run asks anew.
+    /// A dismissed prompt or a failed request leaves the call pending.
+    async fn ask_person(&self, peer: &Prompter<'_>, mut envelope: Envelope) -> Envelope {
+        for _ in 0..MAX_PROMPT_ROUNDS {
+            if envelope.status != "awaiting_approval" {
+                break;
+            }
+            let round = match self.ask_round(peer, &envelope.run_id).await {
+                Ok(round) => round,
+                Err(err) => {
+                    eprintln!("warning: asking for approval in the client failed: {err:#}");
+                    break;
+                }
+            };
+            if round == Round::Unanswered {
+                break;
+            }
+            let server = self.clone();
+            let run_id = envelope.run_id.clone();
+            match on_own_thread(move || server.host()?.resume(&run_id)).await {
+                Ok(resumed) => envelope = resumed,
+                Err(err) => {
+                    eprintln!("warning: resuming run `{}` after approval failed: {err:#}", envelope.run_id);
+                    break;
+                }
+            }
+            if round == Round::Partly {
+                break;
+            }
+        }
+        envelope
+    }
+
+    /// One prompt for each undecided approval of run `run_id`, in order.
+    async fn ask_round(&self, peer: &Prompter<'_>, run_id: &str) -> Result<Round> {
+        // The hub is opened (and dropped) on a thread of its own each time, never here: the
+        // last handle to a hub whose configuration changed shuts its sources down.
+        let server = self.clone();
+        let id = run_id.to_owned();
+        let (run, key) = on_own_thread(move || {
+            let run = server.host()?.store().load_run_sync(&id).map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((run, ApprovalKey::load_or_create(&server.settings.home)?))
+        })
+        .await?;
+        let Some(run) = run else { return Ok(Round::Unanswered) };
+        let now = now_ms();
+        let undecided: Vec<PendingCall> = run
+            .pending
+            .iter()
+            .filter(|p| {
+                p.kind == PendingKind::Approval
+                    && p.expires_ms > now
+                    && !run.decisions.iter().any(|d| d.pending_id == p.id)
+            })
+            .cloned()
+            .collect();
+        if undecided.is_empty() {
+            return Ok(Round::Unanswered);
+        }
+        let mut recorded = false;
+        let stopped = |recorded| if recorded { Round::Partly } else { Round::Unanswered };
+        for pending in undecided {
+            let expires_ms = pending.expires_ms.min(now_ms() + approvals::ASK_MS);
+            let state = key.sign(run_id, &pending, approvals::nonce()?, expires_ms);
+            let params = approvals::request(run_id, &pending, &state, expires_ms);
+            let timeout = Duration::from_millis(expires_ms.saturating_sub(now_ms()));
+            let reply = match peer.ask(params, timeout).await {
+                Ok(reply) => reply,
+                Err(err) => {
+                    eprintln!("warning: the client did not answer the approval prompt: {err}");
+                    return Ok(stopped(recorded));
+                }
+            };
+            let Answer::Decided(choice) = approvals::answer(&reply) else { return Ok(stopped(recorded)) };
+            // The answer counts only with the state signed for this call, unexpired, once.
+            let claims = match key.verify_for(&state, run_id, &pending, now_ms()) {
+                Ok(claims) => claims,
+                Err(err) => {
+                    eprintln!("warning: approval for `{}` not recorded: {err}", pending.address);
+                    return Ok(stopped(recorded));
+                }
+            };
+            let server = self.clone();
+            let id = run_id.to_owned();
+            let decision = vec![(pending.id.clone(), choice)];
+            let written = on_own_thread(move || {
+                let host = server.host()?;
+                let store = host.store();
+                recorder::record_checked(store, &id, &decision, Channel::Elicitation, || {
+                    approvals::consume_nonce(store, &claims)
+                })
+            })
+            .await;
+            if let Err(err) = written {
+                eprintln!("warning: approval for `{}` not recorded: {err:#}", pending.address);
+                return Ok(stopped(recorded));
+            }
+            recorded = true;
+        }
+        Ok(Round::Decided)
+    }
+}
+
+/// How one round of prompts ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Every prompt got a decision, recorded.
+    Decided,
+    /// Some got one, then a prompt was dismissed.
+    Partly,
+    /// Nothing was recorded.
+    Unanswered,
+}
+
+/// The client that asked, and the progress token of its `execute` call.
+struct Prompter<'a> {
+    peer: &'a Peer<RoleServer>,
+    progress: Option<ProgressToken>,
+}
+
+impl Prompter<'_> {
+    /// Sends one prompt and waits for the answer, telling the client the call is alive.
+    async fn ask(
+        &self,
+        params: ElicitRequestParams,
+        timeout: Duration,
+    ) -> Result<ElicitResult, ServiceError> {
+        let reply = self.peer.create_elicitation_with_timeout(params, Some(timeout));
+        let Some(token) = &self.progress else { return reply.await };
+        tokio::pin!(reply);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROMPT_KEEPALIVE, PROMPT_KEEPALIVE);
+        let mut beats = 0u32;
+        loop {
+            tokio::select! {
+                answer = &mut reply => return answer,
+                _ = tick.tick() => {
+                    beats += 1;
+                    let note = ProgressNotificationParam::new(token.clone(), f64::from(beats))
+                        .with_message("waiting for a person to answer the approval prompt");
+                    let _ = self.peer.notify_progress(note).await;
+                }
+            }
+        }
+    }
+}
+
+/// Whether the client declared that it can show a form to its person.
+fn can_ask(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes().contains(&ElicitationMode::Form)
+}
+
+/// What a call produced: a text answer, or a run's envelope.
+enum Answered {
+    Text(CallToolResult),
+    Run(Envelope),
 }
 
 /// One call, its arguments checked.
@@ -143,19 +337,13 @@ fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> 
     }
 }
 
-/// What a call produced: a finished answer, or a run's envelope.
-enum Answer {
-    Done(CallToolResult),
-    Envelope(Envelope),
-}
-
 /// Answers `request` on the calling thread.
-fn answer(host: &Host, request: Request) -> Result<Answer> {
+fn answer(host: &Host, request: Request) -> Result<Answered> {
     Ok(match request {
-        Request::Search(args) => Answer::Done(text_result(host.surface().search(&args))),
-        Request::Describe(args) => Answer::Done(text_result(host.surface().describe(&args))),
-        Request::Execute(code) => Answer::Envelope(host.execute(&code)?),
-        Request::Resume(run_id) => Answer::Envelope(host.resume(&run_id)?),
+        Request::Search(args) => Answered::Text(text_result(host.surface().search(&args))),
+        Request::Describe(args) => Answered::Text(text_result(host.surface().describe(&args))),
+        Request::Execute(code) => Answered::Run(host.execute(&code)?),
+        Request::Resume(run_id) => Answered::Run(host.resume(&run_id)?),
     })
 }
 
@@ -211,10 +399,10 @@ impl ServerHandler for HubServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, arguments).await.into())
+        Ok(self.call_with(&request.name, arguments, Some(&context)).await.into())
     }
 }
 

@@ -1,6 +1,7 @@
 //! The hub's own MCP endpoint: exactly three tools (`search`, `describe`, `execute`) over
 //! stdio or loopback HTTP, for agents on this machine.
 
+pub mod approvals;
 pub mod gate;
 pub mod handler;
 pub mod http;
