@@ -3,12 +3,19 @@
 
 pub mod add;
 pub mod approve;
+pub mod call;
 pub mod cancel;
+pub mod connect;
+pub mod disconnect;
+pub mod doctor;
 pub mod exec;
+pub mod import;
+pub mod init;
 pub mod list;
 pub mod refresh;
 pub mod remove;
 pub mod review;
+pub mod rollback;
 pub mod runs;
 pub mod serve;
 
