@@ -246,27 +246,28 @@ fn env_reference(value: &str) -> Option<String> {
     (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then(|| name.to_owned())
 }
 
-/// Whether an environment variable's name says it holds a credential.
+/// Whether an environment variable's name says it holds a credential: one of its words is
+/// `TOKEN`, `SECRET`, `PASSWORD`, `PAT`, `AUTH`… or it ends in `KEY`.
 pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    [
+    let words: Vec<&str> =
+        upper.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let secret_words = [
         "TOKEN",
         "SECRET",
         "PASSWORD",
         "PASSWD",
-        "API_KEY",
+        "PASS",
+        "PAT",
         "APIKEY",
-        "ACCESS_KEY",
-        "PRIVATE_KEY",
-        "CREDENTIAL",
         "AUTH",
-        "_PAT",
+        "AUTHORIZATION",
+        "CREDENTIAL",
+        "CREDENTIALS",
         "COOKIE",
-        "SESSION_KEY",
-    ]
-    .iter()
-    .any(|word| upper.contains(word))
-        || upper.ends_with("_KEY")
+        "BEARER",
+    ];
+    words.iter().any(|w| secret_words.contains(w)) || words.last().is_some_and(|w| w.ends_with("KEY"))
 }
 
 /// JSON with `//` and `/* */` comments, as some editors allow, made plain JSON. Strings are
@@ -445,6 +446,21 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&[stdio, http, codex]);
+    }
+
+    #[test]
+    fn credential_names() {
+        let names = [
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "API_KEY",
+            "OPENAI_APIKEY",
+            "DB_PASSWORD",
+            "GITLAB_PAT",
+            "x-auth",
+        ];
+        assert!(names.iter().all(|n| looks_secret(n)), "{names:?}");
+        let plain = ["MEMORY_FILE_PATH", "LOG_LEVEL", "KEYBOARD_LAYOUT", "PATH", "TOKENIZERS_PARALLELISM"];
+        assert!(plain.iter().all(|n| !looks_secret(n)), "{plain:?}");
     }
 
     #[test]
