@@ -12,11 +12,16 @@ use crate::harness::backup::{self, Restored};
 use crate::store::Store;
 
 #[derive(Debug, Args)]
-pub struct RollbackArgs {}
+pub struct RollbackArgs {
+    /// For a file changed since the hub wrote it (harnesses rewrite their own files), put back
+    /// only its MCP server entries and keep the rest as it is now, instead of refusing.
+    #[arg(long)]
+    pub keep_edits: bool,
+}
 
-pub fn run(settings: &Settings, _args: RollbackArgs) -> Result<ExitCode> {
+pub fn run(settings: &Settings, args: RollbackArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
-    let Some((name, manifest, results)) = backup::rollback(&store)? else {
+    let Some((name, manifest, results)) = backup::rollback(&store, args.keep_edits)? else {
         eprintln!("nothing to roll back: no harness file was changed by the hub since the last rollback");
         return Ok(Exit::Ok.into());
     };
@@ -30,6 +35,9 @@ pub fn run(settings: &Settings, _args: RollbackArgs) -> Result<ExitCode> {
                 }
                 Restored::Removed { harness, path } => {
                     json!({"harness": harness, "path": path, "action": "removed"})
+                }
+                Restored::Merged { harness, path } => {
+                    json!({"harness": harness, "path": path, "action": "merged"})
                 }
                 Restored::Refused { harness, path, reason } => {
                     json!({"harness": harness, "path": path, "action": "refused", "reason": reason})
@@ -55,6 +63,10 @@ pub fn run(settings: &Settings, _args: RollbackArgs) -> Result<ExitCode> {
                 }
                 Restored::Removed { harness, path } => out
                     .push_str(&format!("  removed {harness}: {} (the hub had created it)\n", path.display())),
+                Restored::Merged { harness, path } => out.push_str(&format!(
+                    "  restored the MCP servers of {harness}: {} (kept the edits made since)\n",
+                    path.display()
+                )),
                 Restored::Refused { harness, path, reason } => {
                     out.push_str(&format!("  refused {harness}: {}: {reason}\n", path.display()))
                 }
@@ -62,7 +74,8 @@ pub fn run(settings: &Settings, _args: RollbackArgs) -> Result<ExitCode> {
         }
         if refused {
             out.push_str(&format!(
-                "to keep your edits, leave it; to roll back anyway, restore the copies under {} by hand\n",
+                "to put back only the MCP server entries and keep those edits, run `capabilities rollback --keep-edits`; \
+                 the copies are under {}\n",
                 backup::backups_dir(&store).join(&name).display()
             ));
         }

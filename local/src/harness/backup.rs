@@ -133,6 +133,11 @@ pub enum Restored {
         harness: String,
         path: PathBuf,
     },
+    /// Changed since the hub wrote it: only the MCP server entries were put back.
+    Merged {
+        harness: String,
+        path: PathBuf,
+    },
     /// Left alone: changed since the hub wrote it.
     Refused {
         harness: String,
@@ -142,7 +147,11 @@ pub enum Restored {
 }
 
 /// Restores the newest set not rolled back yet. `None` when there is none.
-pub fn rollback(store: &Store) -> Result<Option<(String, Manifest, Vec<Restored>)>> {
+///
+/// A file changed since the hub wrote it is refused (and then nothing is restored), unless
+/// `keep_edits`: then its MCP server entries are put back as they were and the rest of the
+/// file, with the edits made since, stays.
+pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manifest, Vec<Restored>)>> {
     let root = backups_dir(store);
     let mut sets: Vec<String> = fs::read_dir(&root)
         .into_iter()
@@ -163,10 +172,13 @@ pub fn rollback(store: &Store) -> Result<Option<(String, Manifest, Vec<Restored>
         }
         // Check every file first: restore all or none.
         let mut refused = Vec::new();
-        for file in &manifest.files {
+        let mut edited: Vec<usize> = Vec::new();
+        for (index, file) in manifest.files.iter().enumerate() {
             let current = fs::read(&file.path).ok();
             let matches = current.as_deref().map(sha256).as_deref() == Some(file.written_sha256.as_str());
-            if !matches {
+            if !matches && keep_edits && current.is_some() && super::find(&file.harness).is_ok() {
+                edited.push(index);
+            } else if !matches {
                 refused.push(Restored::Refused {
                     harness: file.harness.clone(),
                     path: file.path.clone(),
@@ -183,7 +195,22 @@ pub fn rollback(store: &Store) -> Result<Option<(String, Manifest, Vec<Restored>
         }
         let mut done = Vec::new();
         // Newest change first, in case one file appears twice.
-        for file in manifest.files.iter().rev() {
+        for (index, file) in manifest.files.iter().enumerate().rev() {
+            if edited.contains(&index) {
+                let harness = super::find(&file.harness)?;
+                let current = fs::read_to_string(&file.path)
+                    .with_context(|| format!("reading {}", file.path.display()))?;
+                let before = match &file.copy {
+                    Some(copy) => fs::read_to_string(dir.join(copy))
+                        .with_context(|| format!("reading the backup {copy}"))?,
+                    None => String::new(),
+                };
+                let merged = super::edit::restore_servers(harness, &current, &before)
+                    .with_context(|| format!("putting back the servers of {}", file.path.display()))?;
+                write_keeping_mode(&file.path, merged.as_bytes(), file.mode)?;
+                done.push(Restored::Merged { harness: file.harness.clone(), path: file.path.clone() });
+                continue;
+            }
             match &file.copy {
                 Some(copy) => {
                     let bytes =
@@ -278,16 +305,16 @@ mod tests {
         set.replace("cursor", &file, "{}\n").unwrap();
         set.replace("claude-desktop", &created, "{}\n").unwrap();
         set.finish().unwrap();
-        let (_, _, done) = rollback(&store).unwrap().unwrap();
+        let (_, _, done) = rollback(&store, false).unwrap().unwrap();
         assert_eq!(done.len(), 2);
         assert_eq!(fs::read(&file).unwrap(), b"{ \"x\": 1 }  \n");
         assert!(!created.exists());
-        assert!(rollback(&store).unwrap().is_none());
+        assert!(rollback(&store, false).unwrap().is_none());
 
         let mut set = BackupSet::begin(&store, "connect").unwrap();
         set.replace("cursor", &file, "{}\n").unwrap();
         fs::write(&file, b"edited by hand").unwrap();
-        let (_, _, refused) = rollback(&store).unwrap().unwrap();
+        let (_, _, refused) = rollback(&store, false).unwrap().unwrap();
         assert!(matches!(&refused[0], Restored::Refused { .. }));
         assert_eq!(fs::read(&file).unwrap(), b"edited by hand");
     }

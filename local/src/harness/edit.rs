@@ -152,6 +152,86 @@ pub fn park(harness: &Descriptor, text: &str, names: &[(String, String)]) -> Res
     }
 }
 
+/// `current` with every place the hub edits (the servers maps of each scope, and the parked
+/// entries beside them) put back as they are in `before`; everything else in `current`, such as
+/// what the harness itself wrote since, stays.
+pub fn restore_servers(harness: &Descriptor, current: &str, before: &str) -> Result<String> {
+    match harness.format {
+        Format::Json => {
+            let before: Value = if before.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                serde_json::from_str(before).context("the backup is not valid JSON")?
+            };
+            let edited = edit_json(current, |doc| {
+                let (last, parents) = harness.servers_key.split_last().context("a servers key")?;
+                let mut places: Vec<(Vec<String>, String)> = [*last, PARKED_KEY]
+                    .iter()
+                    .map(|key| (parents.iter().map(|p| p.to_string()).collect(), key.to_string()))
+                    .collect();
+                if let Some(projects) = harness.projects {
+                    let names: Vec<String> = doc
+                        .get(projects.projects_key)
+                        .and_then(Value::as_object)
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for name in names {
+                        for key in [projects.servers_key, PARKED_KEY] {
+                            places
+                                .push((vec![projects.projects_key.to_owned(), name.clone()], key.to_owned()));
+                        }
+                    }
+                }
+                let mut changed = false;
+                for (parent, key) in places {
+                    let path: Vec<&str> = parent.iter().map(String::as_str).collect();
+                    let want = get_path(&before, &path).and_then(|p| p.get(&key)).cloned();
+                    let Some(object) = object_at_existing(doc, &path) else { continue };
+                    if object.get(&key) == want.as_ref() {
+                        continue;
+                    }
+                    changed = true;
+                    match want {
+                        Some(value) => {
+                            object.insert(key, value);
+                        }
+                        None => {
+                            object.shift_remove(&key);
+                        }
+                    }
+                }
+                Ok(changed)
+            })?;
+            Ok(edited.unwrap_or_else(|| current.to_owned()))
+        }
+        Format::Toml => {
+            let mut doc: toml_edit::DocumentMut = current.parse().context("not valid TOML")?;
+            let before: toml_edit::DocumentMut = before.parse().context("the backup is not valid TOML")?;
+            let (last, parents) = harness.servers_key.split_last().context("a servers key")?;
+            let want = parents
+                .iter()
+                .try_fold(before.as_table(), |t, k| t.get(k)?.as_table())
+                .and_then(|t| t.get(last))
+                .cloned();
+            let parent = parents.iter().try_fold(doc.as_table_mut(), |t, k| t.get_mut(k)?.as_table_mut());
+            if let Some(parent) = parent {
+                match want {
+                    Some(item) => {
+                        parent.insert(last, item);
+                    }
+                    None => {
+                        parent.remove(last);
+                    }
+                }
+            }
+            Ok(doc.to_string())
+        }
+        Format::Yaml => bail!("{} files are never written by the hub", harness.name),
+    }
+}
+
 /// Moves `parent[key][name]` to `parent[PARKED_KEY][name]`; whether it was there.
 fn move_entry(parent: &mut Map<String, Value>, key: &str, name: &str) -> bool {
     let Some(entry) = parent.get_mut(key).and_then(Value::as_object_mut).and_then(|s| s.shift_remove(name))

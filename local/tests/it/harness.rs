@@ -336,6 +336,18 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
             .contains("refused claude-code: $HOME/.claude.json: it was edited since the hub wrote it")
     );
     assert!(machine.json(".claude.json")["mcpServers"].get("capabilities").is_some(), "nothing clobbered");
+    assert!(refused.stdout.contains("capabilities rollback --keep-edits"), "{}", refused.stdout);
+
+    // `--keep-edits` puts back only the server entries of the file Claude Code rewrote; the
+    // files nobody touched come back byte for byte.
+    let merged = machine.run(&["rollback", "--keep-edits"]);
+    ok(&merged);
+    assert!(merged.stdout.contains("restored the MCP servers of claude-code"), "{}", merged.stdout);
+    let claude = machine.json(".claude.json");
+    let original: Value = serde_json::from_str(&before[0].1).unwrap();
+    assert_eq!(claude["mcpServers"], original["mcpServers"]);
+    assert!(claude.get("firstStartTime").is_some(), "what Claude Code wrote stays");
+    assert_eq!(machine.snapshot()[1..], before[1..]);
     assert!(!machine.home().join(".pi").exists());
 }
 
@@ -406,10 +418,14 @@ fn rollback_refuses_a_file_edited_since_connect() {
     expect![[r#"
         did not roll back `connect` (set <set>); nothing was changed:
           refused cursor: $HOME/.cursor/mcp.json: it was edited since the hub wrote it
-        to keep your edits, leave it; to roll back anyway, restore the copies under $HUB/backups/<set> by hand
+        to put back only the MCP server entries and keep those edits, run `capabilities rollback --keep-edits`; the copies are under $HUB/backups/<set>
     "#]]
     .assert_eq(&without_sets(&ran.stdout));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"mcpServers\": {}}\n", "nothing clobbered");
+    // Keeping the edits puts the servers back as they were before connect.
+    ok(&machine.run(&["rollback", "--keep-edits"]));
+    let servers = machine.json(".cursor/mcp.json")["mcpServers"].clone();
+    assert_eq!(servers.as_object().unwrap().keys().collect::<Vec<_>>(), ["memory"]);
 }
 
 #[test]
