@@ -487,3 +487,53 @@ fn doctor_reports_a_healthy_hub_then_a_source_that_does_not_start() {
         ]
     "#]].assert_debug_eq(&failed);
 }
+
+#[test]
+fn servers_added_with_the_harness_clis_are_imported_and_connected_in_one_init() {
+    let machine = Machine::new();
+    let memory = memory_server();
+    let memory = memory.to_str().unwrap();
+    let data = format!("MEMORY_FILE_PATH={}", machine.dir.path().join("memory.jsonl").display());
+    ok(&machine.cli("claude", &["mcp", "add", "-s", "user", "memory", "-e", &data, "--", "node", memory]));
+    ok(&machine.cli("codex", &["mcp", "add", "memory", "--env", &data, "--", "node", memory]));
+    let codex_before = machine.read(".codex/config.toml");
+
+    let ran = machine.run(&["hub", "init", "--import", "--yes"]);
+    ok(&ran);
+    assert!(ran.stdout.contains("added `memory` with 9 tools"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("from claude-code (user) memory, codex (user) memory"), "{}", ran.stdout);
+
+    let listed = ok(&machine.cli("claude", &["mcp", "list"])).stdout.clone();
+    let line = listed.lines().find(|l| l.starts_with("capabilities:")).unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains("Connected"), "{listed}");
+    let codex: Value =
+        serde_json::from_str(&ok(&machine.cli("codex", &["mcp", "list", "--json"])).stdout).unwrap();
+    assert!(
+        codex.as_array().unwrap().iter().any(|s| s["name"] == "capabilities" && s["enabled"] == true),
+        "{codex}"
+    );
+
+    ok(&machine.run(&["rollback", "--keep-edits"]));
+    assert_eq!(machine.read(".codex/config.toml"), codex_before);
+    assert!(machine.json(".claude.json")["mcpServers"].get("capabilities").is_none());
+}
+
+#[test]
+fn a_malformed_harness_file_is_reported_and_the_others_still_work() {
+    let machine = Machine::new().with_harnesses();
+    let cursor = machine.home().join(".cursor/mcp.json");
+    std::fs::write(&cursor, "{\"mcpServers\": {\"memory\": ").unwrap();
+    let ran = machine.run(&["hub", "import", "--yes", "--from", "cursor", "--from", "claude-desktop"]);
+    ok(&ran);
+    assert!(
+        ran.stdout.contains("problem: $HOME/.cursor/mcp.json (Cursor) could not be read"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("added `memory` with 9 tools"), "{}", ran.stdout);
+    let connect = machine.run(&["hub", "connect", "--client", "cursor", "--client", "claude-desktop"]);
+    assert_eq!(connect.code, 1, "{}", connect.stdout);
+    assert!(connect.stdout.contains("failed cursor: $HOME/.cursor/mcp.json"), "{}", connect.stdout);
+    assert!(connect.stdout.contains("connected claude-desktop"), "{}", connect.stdout);
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), "{\"mcpServers\": {\"memory\": ", "left as it was");
+}
