@@ -430,6 +430,32 @@ mod tests {
     }
 
     #[test]
+    fn restoring_servers_keeps_what_the_harness_wrote_since() {
+        let codex = find("codex").unwrap();
+        let before = "# mine\nmodel = \"o3\"\n\n[mcp_servers.memory]\ncommand = \"npx\"\n";
+        let connected =
+            park(codex, &with_entry(codex, before, &entry()).unwrap(), &[("user".into(), "memory".into())])
+                .unwrap()
+                .unwrap();
+        let edited = connected.replace("model = \"o3\"", "model = \"o4\"");
+        let restored = restore_servers(codex, &edited, before).unwrap();
+        assert_eq!(restored, before.replace("o3", "o4"));
+
+        let claude = find("claude-code").unwrap();
+        let before =
+            r#"{"projects": {"/p": {"mcpServers": {"notes": {"command": "node"}}}}, "mcpServers": {}}"#;
+        let connected = with_entry(claude, before, &entry()).unwrap();
+        let connected = park(claude, &connected, &[("project /p".into(), "notes".into())]).unwrap().unwrap();
+        let mut edited: Value = serde_json::from_str(&connected).unwrap();
+        edited["numStartups"] = 3.into();
+        let restored: Value =
+            serde_json::from_str(&restore_servers(claude, &edited.to_string(), before).unwrap()).unwrap();
+        let mut expected: Value = serde_json::from_str(before).unwrap();
+        expected["numStartups"] = 3.into();
+        assert_eq!(restored, expected);
+    }
+
+    #[test]
     fn snippets_for_read_only_harnesses() {
         let hermes = HARNESSES.iter().find(|h| h.id == "hermes").unwrap();
         expect![[r#"
