@@ -100,23 +100,26 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
             return Ok(outcome);
         }
     }
+    // Every source starts and lists its tools at the same time; records are written by each.
+    let registered: Vec<Result<capabilities_core::manifest::Manifest>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .proposals
+            .iter()
+            .map(|proposal| {
+                scope.spawn(move || super::add::register(store, &proposal.spec, &credentials_for(proposal)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reading the tools stopped unexpectedly")))
+            })
+            .collect()
+    });
     let mut review = Vec::new();
-    for proposal in &plan.proposals {
+    for (proposal, registered) in plan.proposals.iter().zip(registered) {
         let ns = proposal.spec.namespace.clone();
-        let mut values: Vec<(String, String)> =
-            proposal.secrets.iter().map(|s| (s.slot.clone(), s.value.clone())).collect();
-        for (slot, var) in &proposal.from_env {
-            if let Ok(value) = std::env::var(var) {
-                values.push((slot.clone(), value));
-            }
-        }
-        let credentials =
-            if values.is_empty() && sources::connections_for(&proposal.spec).connections.is_empty() {
-                Credentials::default()
-            } else {
-                Credentials { connection: Some("default".to_owned()), values }
-            };
-        match super::add::register(store, &proposal.spec, &credentials) {
+        match registered {
             Ok(manifest) => {
                 outcome.added.push((ns.clone(), manifest.tools.len()));
                 let policy = sources::load_policy(store)?;
@@ -171,6 +174,23 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
         eprintln!("`{ns}` was not added; fix what the error says, then run `capabilities hub import` again");
     }
     Ok(outcome)
+}
+
+/// The credentials to list a proposal's tools with: the plain values its harness file holds,
+/// and the variables it names from this shell's environment.
+fn credentials_for(proposal: &Proposal) -> Credentials {
+    let mut values: Vec<(String, String)> =
+        proposal.secrets.iter().map(|s| (s.slot.clone(), s.value.clone())).collect();
+    for (slot, var) in &proposal.from_env {
+        if let Ok(value) = std::env::var(var) {
+            values.push((slot.clone(), value));
+        }
+    }
+    if values.is_empty() && sources::connections_for(&proposal.spec).connections.is_empty() {
+        Credentials::default()
+    } else {
+        Credentials { connection: Some("default".to_owned()), values }
+    }
 }
 
 /// Copies one credential found in plain text into the keychain, for connection `connection` of
