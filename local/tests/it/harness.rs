@@ -405,6 +405,20 @@ fn replace_turns_imported_entries_off_and_disconnect_removes_ours() {
     assert_eq!(machine.snapshot(), before, "the second undoes connect --replace");
     let nothing = ok(&machine.run(&["rollback"])).stderr.clone();
     assert!(nothing.contains("nothing to roll back"), "{nothing}");
+
+    // Claude Code itself no longer lists a parked entry, and keeps it in its file.
+    ok(&machine.run(&["hub", "connect", "--replace", "--client", "claude-code"]));
+    let listed = ok(&machine.cli("claude", &["mcp", "list"])).stdout.clone();
+    assert!(!listed.lines().any(|l| l.starts_with("memory:")), "{listed}");
+    assert!(listed.lines().any(|l| l.starts_with("capabilities:") && l.contains("Connected")), "{listed}");
+    assert!(machine.json(".claude.json")["capabilitiesDisabledMcpServers"].get("memory").is_some());
+    ok(&machine.run(&["rollback", "--keep-edits"]));
+    let claude = machine.json(".claude.json");
+    assert!(claude.get("capabilitiesDisabledMcpServers").is_none());
+    assert_eq!(
+        claude["mcpServers"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["memory", "old-remote"]
+    );
 }
 
 #[test]
