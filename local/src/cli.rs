@@ -32,10 +32,24 @@ pub enum Command {
     /// Run and manage the local hub.
     #[command(subcommand)]
     Hub(HubCommand),
+    /// Restore the harness configs the hub changed last (`hub connect`, `hub disconnect`).
+    Rollback(commands::rollback::RollbackArgs),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum HubCommand {
+    /// Create the hub; with `--import`, import your harnesses' servers and connect them too.
+    Init(commands::init::InitArgs),
+    /// Read your harnesses' MCP servers and add them as sources.
+    Import(commands::import::ImportArgs),
+    /// Point your harnesses at the hub: one `capabilities` entry in each.
+    Connect(commands::connect::ConnectArgs),
+    /// Remove the hub's entry from your harnesses.
+    Disconnect(commands::disconnect::DisconnectArgs),
+    /// Call one tool from the terminal, through policy.
+    Call(commands::call::CallArgs),
+    /// Check the hub's files, every source and the connected harnesses.
+    Doctor(commands::doctor::DoctorArgs),
     /// Run JavaScript through the hub's sandbox, as `execute` would, and print the envelope.
     Exec(commands::exec::ExecArgs),
     /// List runs, or show one.
@@ -92,6 +106,13 @@ pub fn main() -> ExitCode {
         Err(err) => return commands::report_error(&err),
     };
     let result = match cli.command {
+        Command::Rollback(args) => commands::rollback::run(&settings, args),
+        Command::Hub(HubCommand::Init(args)) => commands::init::run(&settings, args),
+        Command::Hub(HubCommand::Import(args)) => commands::import::run(&settings, args),
+        Command::Hub(HubCommand::Connect(args)) => commands::connect::run(&settings, args),
+        Command::Hub(HubCommand::Disconnect(args)) => commands::disconnect::run(&settings, args),
+        Command::Hub(HubCommand::Call(args)) => commands::call::run(&settings, args),
+        Command::Hub(HubCommand::Doctor(args)) => commands::doctor::run(&settings, args),
         Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
         Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
         Command::Hub(HubCommand::Serve(args)) => commands::serve::run(&settings, args),

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use capabilities_core::address::Namespace;
+use capabilities_core::manifest::Manifest;
+use capabilities_core::ports::Credentials;
 use clap::Args;
 
 use super::{Exit, UsageError, print_stdout};
@@ -75,11 +77,7 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
             }
         }
     }
-    eprintln!("reading the tools of `{ns}`…");
-    let entries = sources::read_tools(&spec, &sources::credentials_from_env(&spec))?;
-    let manifest = sources::build_manifest(&namespace, &entries);
-    let record = SourceRecord { spec: spec.clone(), added_ms: now_ms() };
-    sources::write_new_source(&store, &record, &manifest, &sources::connections_for(&spec))?;
+    let manifest = register(&store, &spec, &sources::credentials_from_env(&spec))?;
     print_stdout(&format!(
         "added `{ns}` with {} tool{}\n",
         manifest.tools.len(),
@@ -89,6 +87,21 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
     let items = sources::needs_review(&manifest, &policy, None);
     sources::review(settings, &store, &items, args.yes)?;
     Ok(Exit::Ok.into())
+}
+
+/// Reads a source's tools with `credentials` and writes its records (source, manifest,
+/// connections): the part of `add` that `import` shares. The caller has the person's consent
+/// to run a stdio command and reviews the manifest's tools afterwards.
+pub fn register(store: &Store, spec: &SourceSpec, credentials: &Credentials) -> Result<Manifest> {
+    let ns = spec.namespace.as_str();
+    let namespace =
+        Namespace::new(ns).map_err(|e| UsageError(format!("`{ns}` is not a valid namespace ({e})")))?;
+    eprintln!("reading the tools of `{ns}`…");
+    let entries = sources::read_tools(spec, credentials)?;
+    let manifest = sources::build_manifest(&namespace, &entries);
+    let record = SourceRecord { spec: spec.clone(), added_ms: now_ms() };
+    sources::write_new_source(store, &record, &manifest, &sources::connections_for(spec))?;
+    Ok(manifest)
 }
 
 fn transport(args: &AddArgs) -> Result<SourceTransport> {

@@ -4,13 +4,20 @@
 pub mod add;
 pub mod approve;
 pub mod auth;
+pub mod call;
 pub mod cancel;
+pub mod connect;
 pub mod connections;
+pub mod disconnect;
+pub mod doctor;
 pub mod exec;
+pub mod import;
+pub mod init;
 pub mod list;
 pub mod refresh;
 pub mod remove;
 pub mod review;
+pub mod rollback;
 pub mod runs;
 pub mod serve;
 

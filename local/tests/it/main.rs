@@ -2,6 +2,7 @@
 
 mod cli;
 mod elicit;
+mod harness;
 mod page;
 mod recorder;
 mod secrets;

@@ -1,0 +1,211 @@
+//! `capabilities hub connect`: point the harnesses at the hub by writing one `capabilities`
+//! entry into each writable harness config, after a backup; exact instructions for the others.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::json;
+
+use super::{Exit, print_stdout};
+use crate::cli::Settings;
+use crate::config::HubConfig;
+use crate::harness::backup::BackupSet;
+use crate::harness::edit::{self, HubEntry};
+use crate::harness::{self, Descriptor, read};
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// Connect only these harnesses (repeatable): claude-code, codex, cursor, claude-desktop,
+    /// antigravity, hermes, pi. Every harness found when left out.
+    #[arg(long = "client", value_name = "HARNESS")]
+    pub client: Vec<String>,
+    /// Also turn off the direct entries the hub imported, so each tool is reached only through
+    /// the hub. JSON configs keep them under `capabilitiesDisabledMcpServers`; Codex entries get
+    /// `enabled = false`. `capabilities rollback` brings them back.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// What connect did with one harness.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub harness: &'static str,
+    pub path: std::path::PathBuf,
+    /// `connected`, `unchanged`, `manual`, `failed`.
+    pub action: &'static str,
+    pub detail: String,
+}
+
+pub fn run(settings: &Settings, args: ConnectArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let steps = connect(settings, &store, &args.client, args.replace)?;
+    Ok(if steps.iter().any(|s| s.action == "failed") { Exit::Failure } else { Exit::Ok }.into())
+}
+
+/// The entry every harness gets: this binary by its absolute path, serving the default profile.
+pub fn hub_entry() -> Result<HubEntry> {
+    let exe = std::env::current_exe().context("finding the path of this binary")?;
+    let exe = exe.canonicalize().with_context(|| format!("resolving {}", exe.display()))?;
+    if !exe.is_file() {
+        bail!("{} is not a file; run connect from the installed `capabilities` binary", exe.display());
+    }
+    let command = exe.to_str().context("the binary's path is not UTF-8; move it to a plain path")?.to_owned();
+    let env = std::env::var("CAPABILITIES_HOME")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|home| vec![("CAPABILITIES_HOME".to_owned(), home)])
+        .unwrap_or_default();
+    Ok(HubEntry {
+        command,
+        args: ["hub", "serve", "--stdio", "--profile", "default"].map(String::from).to_vec(),
+        env,
+    })
+}
+
+pub fn connect(settings: &Settings, store: &Store, clients: &[String], replace: bool) -> Result<Vec<Step>> {
+    let home = harness::home_dir()?;
+    let entry = hub_entry()?;
+    let targets: Vec<&'static Descriptor> = if clients.is_empty() {
+        harness::HARNESSES.iter().filter(|h| h.present(&home)).collect()
+    } else {
+        harness::select(clients)?
+    };
+    let config = HubConfig::load(store);
+    let imported: Vec<String> = config.sources.iter().map(|(r, _, _)| read::spec_identity(&r.spec)).collect();
+    let mut set = BackupSet::begin(store, if replace { "connect --replace" } else { "connect" })?;
+    let mut steps = Vec::new();
+    for harness in targets {
+        let path = harness.config_path(&home);
+        let step = |action, detail: String| Step { harness: harness.id, path: path.clone(), action, detail };
+        if !harness.writable() {
+            let detail = format!(
+                "{} is read by the hub but not written; add this to {}:\n{}",
+                harness.name,
+                path.display(),
+                entry.snippet(harness)
+            );
+            steps.push(step("manual", detail));
+            continue;
+        }
+        match connect_one(harness, &path, &entry, replace, &imported, &mut set) {
+            Ok(Some(detail)) => steps.push(step("connected", detail)),
+            Ok(None) => steps.push(step("unchanged", "already connected".to_owned())),
+            Err(err) => steps.push(step("failed", format!("{err:#}"))),
+        }
+    }
+    let backup = (!set.is_empty()).then(|| set.dir().to_owned());
+    set.finish()?;
+    report(settings, &steps, backup.as_deref(), "connect")?;
+    Ok(steps)
+}
+
+fn connect_one(
+    harness: &Descriptor,
+    path: &std::path::Path,
+    entry: &HubEntry,
+    replace: bool,
+    imported: &[String],
+    set: &mut BackupSet,
+) -> Result<Option<String>> {
+    let text = writable_text(path)?;
+    let doc = read::parse(harness.format, &text)
+        .with_context(|| format!("{} could not be read", path.display()))?;
+    let mut new_text = text.clone();
+    let mut detail = Vec::new();
+    if !edit::has_entry(harness, &doc, entry) || entry_env_differs(harness, &doc, entry) {
+        new_text = edit::with_entry(harness, &text, entry)?;
+        detail.push(format!("wrote the `{}` entry", harness::ENTRY_NAME));
+    }
+    if replace {
+        let names: Vec<(String, String)> = read::entries(harness, &doc)
+            .into_iter()
+            .filter(|f| !read::is_disabled(&f.entry))
+            .filter(|f| {
+                read::convert(&f.entry).is_ok_and(|c| imported.contains(&read::identity(&c.transport)))
+            })
+            .map(|f| (f.scope, f.name))
+            .collect();
+        if let Some(parked) = edit::park(harness, &new_text, &names)? {
+            new_text = parked;
+            let list: Vec<&str> = names.iter().map(|(_, n)| n.as_str()).collect();
+            detail.push(format!("turned off {}", list.join(", ")));
+        }
+    }
+    if new_text == text {
+        return Ok(None);
+    }
+    set.replace(harness.id, path, &new_text)?;
+    Ok(Some(detail.join("; ")))
+}
+
+fn entry_env_differs(harness: &Descriptor, doc: &serde_json::Value, entry: &HubEntry) -> bool {
+    let found = read::get_path(doc, harness.servers_key).and_then(|s| s.get(harness::ENTRY_NAME));
+    let env: Vec<(String, String)> = found
+        .and_then(|f| f.get("env"))
+        .and_then(|e| e.as_object())
+        .map(|e| e.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
+        .unwrap_or_default();
+    env != entry.env
+}
+
+/// The file's text ("" when it does not exist yet). Refuses files the person made read-only and
+/// anything that is not a regular file (a symlink to one is fine).
+pub fn writable_text(path: &std::path::Path) -> Result<String> {
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            if !meta.is_file() {
+                bail!("{} is not a regular file; fix it or pass `--client` to skip it", path.display());
+            }
+            if meta.permissions().mode() & 0o200 == 0 {
+                bail!(
+                    "{} is read-only; make it writable (`chmod u+w`) to connect, or add the entry by hand",
+                    path.display()
+                );
+            }
+            if meta.len() > read::MAX_FILE_BYTES {
+                bail!("{} is too large to rewrite safely; add the entry by hand", path.display());
+            }
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Prints the steps: JSON with `--json`, else one block per harness.
+pub fn report(
+    settings: &Settings,
+    steps: &[Step],
+    backup: Option<&std::path::Path>,
+    what: &str,
+) -> Result<()> {
+    if settings.json {
+        let value = json!({
+            "steps": steps.iter().map(|s| json!({
+                "harness": s.harness, "path": s.path, "action": s.action, "detail": s.detail,
+            })).collect::<Vec<_>>(),
+            "backup": backup,
+        });
+        return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?));
+    }
+    let mut out = String::new();
+    if steps.is_empty() {
+        out.push_str(&format!("no harness found to {what}; name one with `--client`\n"));
+    }
+    for step in steps {
+        out.push_str(&format!("{} {}: {}\n", step.action, step.harness, step.path.display()));
+        for line in step.detail.lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    if let Some(dir) = backup {
+        out.push_str(&format!(
+            "backed up the files it changed under {}; undo with `capabilities rollback`\n",
+            dir.display()
+        ));
+    }
+    print_stdout(&out)
+}

@@ -1,0 +1,58 @@
+//! `capabilities hub disconnect`: remove the hub's `capabilities` entry from the harnesses,
+//! after a backup.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::Exit;
+use super::connect::{Step, report, writable_text};
+use crate::cli::Settings;
+use crate::harness::backup::BackupSet;
+use crate::harness::{self, edit};
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct DisconnectArgs {
+    /// Disconnect only these harnesses (repeatable). Every writable harness when left out.
+    #[arg(long = "client", value_name = "HARNESS")]
+    pub client: Vec<String>,
+}
+
+pub fn run(settings: &Settings, args: DisconnectArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let home = harness::home_dir()?;
+    let targets = harness::select(&args.client)?;
+    let mut set = BackupSet::begin(&store, "disconnect")?;
+    let mut steps = Vec::new();
+    for harness in targets.into_iter().filter(|h| h.writable()) {
+        let path = harness.config_path(&home);
+        if !path.exists() {
+            continue;
+        }
+        let step = |action, detail: String| Step { harness: harness.id, path: path.clone(), action, detail };
+        let result = writable_text(&path).and_then(|text| edit::without_entry(harness, &text));
+        match result {
+            Ok(Some(text)) => match set.replace(harness.id, &path, &text) {
+                Ok(()) => {
+                    steps.push(step("disconnected", format!("removed the `{}` entry", harness::ENTRY_NAME)))
+                }
+                Err(err) => steps.push(step("failed", format!("{err:#}"))),
+            },
+            Ok(None) => {}
+            Err(err) => steps.push(step("failed", format!("{err:#}"))),
+        }
+    }
+    let backup = (!set.is_empty()).then(|| set.dir().to_owned());
+    set.finish()?;
+    if steps.is_empty() && !settings.json {
+        eprintln!("no harness has a `{}` entry", harness::ENTRY_NAME);
+        return Ok(Exit::Ok.into());
+    }
+    report(settings, &steps, backup.as_deref(), "disconnect")?;
+    if backup.is_some() && !settings.json {
+        eprintln!("entries turned off by `connect --replace` come back with `capabilities rollback`");
+    }
+    Ok(if steps.iter().any(|s| s.action == "failed") { Exit::Failure } else { Exit::Ok }.into())
+}

@@ -1,0 +1,324 @@
+//! `capabilities hub doctor`: check the hub's home, its records, every source (started and
+//! listed for real), and the harnesses connected to it; say what to do about each problem.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::json;
+
+use super::{Exit, print_stdout};
+use crate::cli::Settings;
+use crate::config::HubConfig;
+use crate::harness::{self, edit, read};
+use crate::sources;
+use crate::store::{SCHEMA_VERSION, Store};
+use crate::upstream::{PoolOptions, SourcePool};
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// How long each source may take to start and list its tools, in seconds.
+    #[arg(long, default_value_t = 20)]
+    pub timeout: u64,
+}
+
+/// One finding.
+#[derive(Debug, Clone)]
+struct Check {
+    area: &'static str,
+    name: String,
+    ok: bool,
+    detail: String,
+    /// What to do, for a problem.
+    fix: Option<String>,
+}
+
+fn ok(area: &'static str, name: impl Into<String>, detail: impl Into<String>) -> Check {
+    Check { area, name: name.into(), ok: true, detail: detail.into(), fix: None }
+}
+
+fn problem(
+    area: &'static str,
+    name: impl Into<String>,
+    detail: impl Into<String>,
+    fix: impl Into<String>,
+) -> Check {
+    Check { area, name: name.into(), ok: false, detail: detail.into(), fix: Some(fix.into()) }
+}
+
+pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
+    let mut checks = Vec::new();
+    // Permissions first: opening the store repairs them.
+    checks.extend(permissions(&settings.home));
+    let store = match Store::open(&settings.home) {
+        Ok(store) => store,
+        Err(err) => {
+            checks.push(problem(
+                "store",
+                "open",
+                format!("{err:#}"),
+                "fix what the error says, then run `capabilities hub doctor` again",
+            ));
+            return finish(settings, &checks);
+        }
+    };
+    checks.push(ok(
+        "store",
+        "schema",
+        format!("schema version {} (this build writes {SCHEMA_VERSION})", store.hub.schema_version),
+    ));
+    let config = HubConfig::load(&store);
+    for record in &config.problems {
+        checks.push(problem(
+            "store",
+            "record",
+            record.clone(),
+            "fix or remove the file named, then run doctor again",
+        ));
+    }
+    if config.problems.is_empty() {
+        checks.push(ok("store", "records", format!("{} source record(s) readable", config.sources.len())));
+    }
+    checks.extend(source_checks(&config, Duration::from_secs(args.timeout.max(1)))?);
+    let token = store.root().join("http-token");
+    if let Ok(meta) = std::fs::metadata(&token) {
+        let mode = meta.permissions().mode() & 0o777;
+        checks.push(if mode == 0o600 {
+            ok("store", "http-token", "mode 600")
+        } else {
+            problem(
+                "store",
+                "http-token",
+                format!("mode {mode:o}"),
+                format!("run `chmod 600 {}`", token.display()),
+            )
+        });
+    }
+    checks.extend(harness_checks());
+    finish(settings, &checks)
+}
+
+/// Modes of the home (700), its directories (700) and files (600), read without repairing.
+fn permissions(home: &Path) -> Vec<Check> {
+    if !home.exists() {
+        return vec![ok(
+            "store",
+            "home",
+            format!("{} does not exist yet; it is created now", home.display()),
+        )];
+    }
+    let mut loose = Vec::new();
+    let mut stack = vec![home.to_owned()];
+    while let Some(dir) = stack.pop() {
+        if let Ok(meta) = std::fs::symlink_metadata(&dir) {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode != 0o700 {
+                loose.push(format!("{} is {mode:o}, not 700", dir.display()));
+            }
+        }
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                if entry.file_name() != "runs" && entry.file_name() != "blobs" {
+                    stack.push(entry.path());
+                } else if meta.permissions().mode() & 0o777 != 0o700 {
+                    loose.push(format!(
+                        "{} is {:o}, not 700",
+                        entry.path().display(),
+                        meta.permissions().mode() & 0o777
+                    ));
+                }
+            } else if meta.permissions().mode() & 0o077 != 0 {
+                loose.push(format!(
+                    "{} is {:o}, not 600",
+                    entry.path().display(),
+                    meta.permissions().mode() & 0o777
+                ));
+            }
+        }
+    }
+    if loose.is_empty() {
+        vec![ok("store", "permissions", format!("{}: directories 700, files 600", home.display()))]
+    } else {
+        vec![problem(
+            "store",
+            "permissions",
+            loose.join("\n"),
+            "any hub command repairs these modes; check who else could read the files meanwhile",
+        )]
+    }
+}
+
+/// Starts every source, lists its tools within `timeout`, and reports each.
+fn source_checks(config: &HubConfig, timeout: Duration) -> Result<Vec<Check>> {
+    if config.sources.is_empty() {
+        return Ok(vec![ok(
+            "sources",
+            "none",
+            "no sources yet; add one with `capabilities hub import` or `capabilities hub add`",
+        )]);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let options = PoolOptions { start_timeout: timeout, list_timeout: timeout, ..PoolOptions::default() };
+    let pool = SourcePool::with_sources(options, config.sources.iter().map(|(r, _, _)| r.spec.clone()));
+    let listed =
+        runtime.block_on(futures_util::future::join_all(config.sources.iter().map(|(record, _, _)| {
+            let pool = pool.clone();
+            let spec = record.spec.clone();
+            async move {
+                let credentials = sources::credentials_from_env(&spec);
+                let result = tokio::time::timeout(timeout * 2, pool.list_tools(&spec, &credentials)).await;
+                (spec, credentials, result)
+            }
+        })));
+    let mut checks = Vec::new();
+    for ((spec, credentials, result), (_, manifest, connections)) in listed.into_iter().zip(&config.sources) {
+        let ns = spec.namespace.clone();
+        let missing: Vec<String> = connections
+            .connections
+            .iter()
+            .flat_map(|c| c.slots.clone())
+            .filter(|slot| !credentials.values.iter().any(|(name, _)| name == slot))
+            .collect();
+        let tail = pool.stderr_tail(&ns);
+        let with_tail = |message: String| {
+            let tail = tail.trim();
+            if tail.is_empty() {
+                message
+            } else {
+                let lines: Vec<&str> = tail.lines().collect();
+                let last = &lines[lines.len().saturating_sub(8)..];
+                format!("{message}\nstderr ended with:\n  {}", last.join("\n  "))
+            }
+        };
+        let check = match result {
+            Ok(Ok(tools)) => {
+                let stored = manifest.as_ref().map_or(0, |m| m.tools.len());
+                let mut detail = format!("started; lists {} tool(s), {stored} in the manifest", tools.len());
+                if manifest.as_ref().is_none_or(|m| m.tools.len() != tools.len()) {
+                    detail.push_str(&format!(" — run `capabilities hub refresh {ns}`"));
+                }
+                ok("sources", ns, detail)
+            }
+            Ok(Err(err)) => {
+                let fix = if missing.is_empty() {
+                    format!(
+                        "check its command or URL with `capabilities hub list`, then `capabilities hub refresh {ns}`"
+                    )
+                } else {
+                    format!(
+                        "it may need its credential ({}): run `capabilities hub auth {ns}`",
+                        missing.join(", ")
+                    )
+                };
+                problem("sources", ns, with_tail(err.to_string()), fix)
+            }
+            Err(_) => problem(
+                "sources",
+                ns.clone(),
+                with_tail(format!("did not list its tools within {} s", (timeout * 2).as_secs())),
+                format!("check that it starts by hand, then `capabilities hub refresh {ns}`"),
+            ),
+        };
+        checks.push(check);
+    }
+    pool.shutdown();
+    runtime.shutdown_background();
+    Ok(checks)
+}
+
+/// Which harnesses have the hub's entry, and whether the command it runs still exists.
+fn harness_checks() -> Vec<Check> {
+    let Ok(home) = harness::home_dir() else {
+        return vec![problem(
+            "harnesses",
+            "home",
+            "HOME is not set",
+            "set HOME to find the harnesses' configs",
+        )];
+    };
+    let this = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
+    let mut checks = Vec::new();
+    for harness in harness::HARNESSES {
+        let doc = match read::load(harness, &home) {
+            Ok(Some((_, doc))) => doc,
+            Ok(None) => continue,
+            Err(err) => {
+                checks.push(problem(
+                    "harnesses",
+                    harness.id,
+                    format!("{err:#}"),
+                    "fix the file, then run doctor again",
+                ));
+                continue;
+            }
+        };
+        let Some(command) = edit::entry_command(harness, &doc) else {
+            checks.push(ok(
+                "harnesses",
+                harness.id,
+                format!(
+                    "not connected ({}); connect with `capabilities hub connect --client {}`",
+                    harness.config, harness.id
+                ),
+            ));
+            continue;
+        };
+        let path = Path::new(&command);
+        checks.push(if !path.is_file() {
+            problem(
+                "harnesses",
+                harness.id,
+                format!("its `capabilities` entry runs {command}, which does not exist"),
+                format!("run `capabilities hub connect --client {}` from the binary you use now", harness.id),
+            )
+        } else if this.as_deref().is_some_and(|t| path.canonicalize().ok().as_deref() != Some(t)) {
+            ok("harnesses", harness.id, format!("connected, through another binary: {command}"))
+        } else {
+            ok("harnesses", harness.id, "connected".to_owned())
+        });
+    }
+    checks
+}
+
+fn finish(settings: &Settings, checks: &[Check]) -> Result<ExitCode> {
+    let healthy = checks.iter().all(|c| c.ok);
+    if settings.json {
+        let value = json!({
+            "healthy": healthy,
+            "checks": checks.iter().map(|c| json!({
+                "area": c.area, "name": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix,
+            })).collect::<Vec<_>>(),
+        });
+        print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+    } else {
+        let mut out = String::new();
+        let mut area = "";
+        for check in checks {
+            if check.area != area {
+                area = check.area;
+                out.push_str(&format!("{area}\n"));
+            }
+            let mark = if check.ok { "ok  " } else { "FAIL" };
+            let mut lines = check.detail.lines();
+            out.push_str(&format!("  {mark} {}: {}\n", check.name, lines.next().unwrap_or("")));
+            for line in lines {
+                out.push_str(&format!("       {line}\n"));
+            }
+            if let Some(fix) = &check.fix {
+                out.push_str(&format!("       next: {fix}\n"));
+            }
+        }
+        let problems = checks.iter().filter(|c| !c.ok).count();
+        out.push_str(&if healthy { "all good\n".to_owned() } else { format!("{problems} problem(s)\n") });
+        print_stdout(&out)?;
+    }
+    Ok(if healthy { Exit::Ok } else { Exit::Failure }.into())
+}

@@ -1,0 +1,366 @@
+//! `capabilities hub import`: read the harnesses' MCP servers, merge duplicates, propose a
+//! namespace for each, and add them through the same path as `hub add`. The harness files are
+//! left as they are.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use capabilities_core::address::Namespace;
+use capabilities_core::ports::Credentials;
+use clap::Args;
+use serde_json::json;
+
+use super::{Exit, UsageError, print_stdout};
+use crate::cli::Settings;
+use crate::config::HubConfig;
+use crate::harness::read::{self, Converted, PlainSecret};
+use crate::harness::{self, Descriptor};
+use crate::sources;
+use crate::store::Store;
+use crate::upstream::{SourceSpec, SourceTransport};
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Read only these harnesses (repeatable): claude-code, codex, cursor, claude-desktop,
+    /// antigravity, hermes, pi. All that are found when left out.
+    #[arg(long = "from", value_name = "HARNESS")]
+    pub from: Vec<String>,
+    /// Consent to run the listed commands and accept the proposed policy without prompting.
+    #[arg(long, short)]
+    pub yes: bool,
+}
+
+/// One source the import proposes.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub spec: SourceSpec,
+    /// Where it was found: `claude-code (user) memory`.
+    pub seen_in: Vec<String>,
+    pub secrets: Vec<PlainSecret>,
+    pub from_env: Vec<(String, String)>,
+}
+
+/// What the importer found in the harnesses.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub proposals: Vec<Proposal>,
+    /// Entries the hub has already, by namespace.
+    pub known: Vec<(String, String)>,
+    /// Entries left out, with why.
+    pub skipped: Vec<String>,
+    /// Harness files that could not be read.
+    pub problems: Vec<String>,
+    /// Harnesses read, with their entry counts.
+    pub read: Vec<(&'static str, usize)>,
+    pub skills: Vec<(&'static str, usize)>,
+}
+
+/// What happened to the proposals.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub added: Vec<(String, usize)>,
+    pub failed: Vec<(String, String)>,
+    /// Sources whose credentials still need `capabilities hub auth`.
+    pub need_auth: Vec<String>,
+}
+
+pub fn run(settings: &Settings, args: ImportArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let outcome = import(settings, &store, &args.from, args.yes)?;
+    Ok(if outcome.failed.is_empty() { Exit::Ok } else { Exit::Failure }.into())
+}
+
+/// Reads the harnesses, shows the plan, and adds what the person accepts.
+pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) -> Result<Outcome> {
+    let home = harness::home_dir()?;
+    let chosen = harness::select(from)?;
+    let config = HubConfig::load(store);
+    let plan = plan(&home, &chosen, &config);
+    if settings.json {
+        print_stdout(&format!("{}\n", serde_json::to_string_pretty(&plan_json(&plan))?))?;
+    } else {
+        print_stdout(&render_plan(&plan))?;
+    }
+    let mut outcome = Outcome::default();
+    if plan.proposals.is_empty() {
+        return Ok(outcome);
+    }
+    if !yes {
+        if settings.no_input {
+            return Err(UsageError(
+                "importing runs the commands listed above on your machine: check them and pass `--yes`"
+                    .into(),
+            )
+            .into());
+        }
+        if !sources::ask(settings, "Import these sources? [Y/n] ", true)? {
+            eprintln!("nothing was imported");
+            return Ok(outcome);
+        }
+    }
+    // Every source starts and lists its tools at the same time; records are written by each.
+    let registered: Vec<Result<capabilities_core::manifest::Manifest>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .proposals
+            .iter()
+            .map(|proposal| {
+                scope.spawn(move || super::add::register(store, &proposal.spec, &credentials_for(proposal)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("reading the tools stopped unexpectedly")))
+            })
+            .collect()
+    });
+    let mut review = Vec::new();
+    for (proposal, registered) in plan.proposals.iter().zip(registered) {
+        let ns = proposal.spec.namespace.clone();
+        match registered {
+            Ok(manifest) => {
+                outcome.added.push((ns.clone(), manifest.tools.len()));
+                let policy = sources::load_policy(store)?;
+                review.extend(sources::needs_review(&manifest, &policy, None));
+            }
+            Err(err) => {
+                eprintln!("could not add `{ns}`: {err:#}");
+                outcome.failed.push((ns, format!("{err:#}")));
+                continue;
+            }
+        }
+        if !proposal.secrets.is_empty() || !proposal.from_env.is_empty() {
+            let mut stored_all = !proposal.secrets.is_empty() && proposal.from_env.is_empty();
+            let keep = yes
+                || (!settings.no_input
+                    && sources::ask(
+                        settings,
+                        &format!(
+                            "`{ns}` has {} credential{} in plain text in its harness file; copy {} into the keychain? [Y/n] ",
+                            proposal.secrets.len(),
+                            plural(proposal.secrets.len()),
+                            if proposal.secrets.len() == 1 { "it" } else { "them" }
+                        ),
+                        true,
+                    )?);
+            for secret in &proposal.secrets {
+                let stored =
+                    keep && store_imported_secret(store, &ns, "default", &secret.slot, &secret.value)?;
+                stored_all &= stored;
+            }
+            if !stored_all {
+                outcome.need_auth.push(ns);
+            }
+        }
+    }
+    let mut summary = String::new();
+    for (ns, tools) in &outcome.added {
+        let _ = writeln!(summary, "added `{ns}` with {tools} tool{}", plural(*tools));
+    }
+    if settings.json {
+        eprint!("{summary}");
+    } else {
+        print_stdout(&summary)?;
+    }
+    sources::review(settings, store, &review, yes)?;
+    for ns in &outcome.need_auth {
+        eprintln!(
+            "`{ns}` needs its credential in the hub before calls reach it: run `capabilities hub auth {ns}`"
+        );
+    }
+    for (ns, _) in &outcome.failed {
+        eprintln!("`{ns}` was not added; fix what the error says, then run `capabilities hub import` again");
+    }
+    Ok(outcome)
+}
+
+/// The credentials to list a proposal's tools with: the plain values its harness file holds,
+/// and the variables it names from this shell's environment.
+fn credentials_for(proposal: &Proposal) -> Credentials {
+    let mut values: Vec<(String, String)> =
+        proposal.secrets.iter().map(|s| (s.slot.clone(), s.value.clone())).collect();
+    for (slot, var) in &proposal.from_env {
+        if let Ok(value) = std::env::var(var) {
+            values.push((slot.clone(), value));
+        }
+    }
+    if values.is_empty() && sources::connections_for(&proposal.spec).connections.is_empty() {
+        Credentials::default()
+    } else {
+        Credentials { connection: Some("default".to_owned()), values }
+    }
+}
+
+/// Copies one credential found in plain text into the keychain, for connection `connection` of
+/// source `namespace`. Returns whether it was stored.
+///
+/// TO WIRE: the keychain port (`crate::secrets`) is not merged yet, so this stores nothing and
+/// the import tells the person to run `capabilities hub auth <namespace>`. When it lands, store
+/// `value` under (namespace, connection, slot) here and return `Ok(true)`. The value must never
+/// be logged or printed.
+pub fn store_imported_secret(
+    _store: &Store,
+    _namespace: &str,
+    _connection: &str,
+    _slot: &str,
+    _value: &str,
+) -> Result<bool> {
+    Ok(false)
+}
+
+/// Reads `harnesses` under `home` and proposes one source per distinct server.
+pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &HubConfig) -> Plan {
+    let mut plan = Plan::default();
+    let existing: Vec<(String, String)> = config
+        .sources
+        .iter()
+        .map(|(record, _, _)| (read::spec_identity(&record.spec), record.spec.namespace.clone()))
+        .collect();
+    let mut taken: BTreeSet<String> = existing.iter().map(|(_, ns)| ns.clone()).collect();
+    let mut found: Vec<(String, String, Converted, String)> = Vec::new();
+    for harness in harnesses {
+        let doc = match read::load(harness, home) {
+            Ok(Some((_, doc))) => doc,
+            Ok(None) => continue,
+            Err(err) => {
+                plan.problems.push(format!("{err:#}"));
+                continue;
+            }
+        };
+        let entries = read::entries(harness, &doc);
+        plan.read.push((harness.id, entries.len()));
+        for entry in entries {
+            let place = format!("{} ({}) {}", entry.harness, entry.scope, entry.name);
+            if read::is_disabled(&entry.entry) {
+                plan.skipped.push(format!("{place}: turned off in its harness"));
+                continue;
+            }
+            match read::convert(&entry.entry) {
+                Ok(converted) => found.push((entry.name, place, converted, entry.harness.to_owned())),
+                Err(err) => plan.skipped.push(format!("{place}: {err}")),
+            }
+        }
+    }
+    for harness in harnesses {
+        let count = harness.count_skills(home);
+        if count > 0 {
+            plan.skills.push((harness.id, count));
+        }
+    }
+    for (name, place, converted, _) in found {
+        let identity = read::identity(&converted.transport);
+        if let Some((_, ns)) = existing.iter().find(|(id, _)| *id == identity) {
+            plan.known.push((place, ns.clone()));
+            continue;
+        }
+        if let Some(same) = plan.proposals.iter_mut().find(|p| read::spec_identity(&p.spec) == identity) {
+            same.seen_in.push(place);
+            for secret in converted.secrets {
+                if !same.secrets.iter().any(|s| s.slot == secret.slot) {
+                    same.secrets.push(secret);
+                }
+            }
+            continue;
+        }
+        let namespace = unique(propose(&name, &converted.transport), &mut taken);
+        plan.proposals.push(Proposal {
+            spec: SourceSpec { namespace: namespace.as_str().to_owned(), transport: converted.transport },
+            seen_in: vec![place],
+            secrets: converted.secrets,
+            from_env: converted.from_env,
+        });
+    }
+    plan
+}
+
+/// A namespace from the entry's name, or from its package or host when the name says nothing.
+fn propose(name: &str, transport: &SourceTransport) -> Namespace {
+    let from_name = Namespace::suggest(name);
+    if from_name.as_str() == "source" { super::add::suggest(transport) } else { from_name }
+}
+
+/// `namespace`, or `namespace_2`, `namespace_3`… when taken.
+fn unique(namespace: Namespace, taken: &mut BTreeSet<String>) -> Namespace {
+    let base = namespace.as_str().to_owned();
+    let mut candidate = namespace;
+    let mut n = 2;
+    while taken.contains(candidate.as_str()) {
+        let mut stem = base.clone();
+        let suffix = format!("_{n}");
+        stem.truncate(capabilities_core::address::MAX_NAMESPACE_LEN.saturating_sub(suffix.len()));
+        candidate = Namespace::new(&format!("{stem}{suffix}"))
+            .unwrap_or_else(|_| Namespace::suggest(&format!("s{n}")));
+        n += 1;
+    }
+    taken.insert(candidate.as_str().to_owned());
+    candidate
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// The plan as text for people.
+pub fn render_plan(plan: &Plan) -> String {
+    let mut out = String::new();
+    if plan.read.is_empty() && plan.problems.is_empty() {
+        let _ = writeln!(out, "no harness config found under $HOME");
+    }
+    for (id, count) in &plan.read {
+        let _ = writeln!(out, "read {id}: {count} server{}", plural(*count));
+    }
+    for problem in &plan.problems {
+        let _ = writeln!(out, "problem: {problem}");
+    }
+    if !plan.proposals.is_empty() {
+        let _ = writeln!(out, "\nto import:");
+    }
+    for proposal in &plan.proposals {
+        let target = match &proposal.spec.transport {
+            SourceTransport::Http { url, .. } => url.clone(),
+            _ => sources::command_line(&proposal.spec).unwrap_or_default(),
+        };
+        let _ = writeln!(out, "  {}  {target}", proposal.spec.namespace);
+        let _ = writeln!(out, "    from {}", proposal.seen_in.join(", "));
+        if !proposal.secrets.is_empty() {
+            let slots: Vec<&str> = proposal.secrets.iter().map(|s| s.slot.as_str()).collect();
+            let _ = writeln!(out, "    credentials in plain text: {}", slots.join(", "));
+        }
+        for (slot, var) in &proposal.from_env {
+            let _ = writeln!(out, "    credential {slot} from ${var}");
+        }
+    }
+    for (place, ns) in &plan.known {
+        let _ = writeln!(out, "already in the hub as `{ns}`: {place}");
+    }
+    for skipped in &plan.skipped {
+        let _ = writeln!(out, "skipped {skipped}");
+    }
+    for (id, count) in &plan.skills {
+        let _ = writeln!(
+            out,
+            "found {count} skill{} in {id}; importing skills comes in a later release",
+            plural(*count)
+        );
+    }
+    out
+}
+
+fn plan_json(plan: &Plan) -> serde_json::Value {
+    json!({
+        "read": plan.read.iter().map(|(id, n)| json!({"harness": id, "servers": n})).collect::<Vec<_>>(),
+        "proposals": plan.proposals.iter().map(|p| json!({
+            "namespace": p.spec.namespace,
+            "transport": p.spec.transport,
+            "seenIn": p.seen_in,
+            "plaintextCredentials": p.secrets.iter().map(|s| s.slot.clone()).collect::<Vec<_>>(),
+            "credentialsFromEnv": p.from_env.iter().map(|(slot, var)| json!({"slot": slot, "variable": var})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "known": plan.known.iter().map(|(place, ns)| json!({"entry": place, "namespace": ns})).collect::<Vec<_>>(),
+        "skipped": plan.skipped,
+        "problems": plan.problems,
+        "skills": plan.skills.iter().map(|(id, n)| json!({"harness": id, "count": n})).collect::<Vec<_>>(),
+    })
+}

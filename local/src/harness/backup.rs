@@ -1,0 +1,321 @@
+//! Backups of harness files, taken before the hub changes them, and `rollback`.
+//!
+//! Each change is one set: `backups/<timestamp>/manifest.json` lists every file with its bytes
+//! before (`files/<n>`, or absent when the hub created the file) and a hash of the bytes the hub
+//! wrote. Rollback restores the newest set not rolled back yet, byte for byte, and refuses a
+//! file that changed since the hub wrote it.
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::store::{Store, now_ms, write_atomic};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// What made the set: `connect`, `connect --replace`, `disconnect`.
+    pub reason: String,
+    pub created_ms: u64,
+    pub files: Vec<FileEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolled_back_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileEntry {
+    pub harness: String,
+    pub path: PathBuf,
+    /// The copy of the file as it was, under the set's directory; `None` when the hub created it.
+    pub copy: Option<String>,
+    /// The file's mode before, to restore it too.
+    #[serde(default)]
+    pub mode: Option<u32>,
+    /// SHA-256 of the bytes the hub wrote, to notice edits made since.
+    pub written_sha256: String,
+}
+
+/// A set being written: back up each file, then write the new text.
+pub struct BackupSet {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
+impl BackupSet {
+    pub fn begin(store: &Store, reason: &str) -> Result<BackupSet> {
+        let root = backups_dir(store);
+        private_dir(&root)?;
+        let mut name = timestamp_name(now_ms());
+        let mut n = 1;
+        while root.join(&name).exists() {
+            n += 1;
+            name = format!("{}-{n}", timestamp_name(now_ms()));
+        }
+        let dir = root.join(name);
+        private_dir(&dir)?;
+        private_dir(&dir.join("files"))?;
+        Ok(BackupSet {
+            dir,
+            manifest: Manifest {
+                reason: reason.to_owned(),
+                created_ms: now_ms(),
+                files: Vec::new(),
+                rolled_back_ms: None,
+            },
+        })
+    }
+
+    /// Copies `path` (if it exists) into the set, writes `text` in its place keeping its mode,
+    /// and records both in the manifest (saved after every file, so a crash loses nothing).
+    pub fn replace(&mut self, harness: &str, path: &Path, text: &str) -> Result<()> {
+        let before = match fs::read(path) {
+            Ok(bytes) => Some(bytes),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
+        };
+        let mode = fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777);
+        let copy = match &before {
+            Some(bytes) => {
+                let name = format!("files/{}", self.manifest.files.len());
+                write_atomic(&self.dir.join(&name), bytes)?;
+                Some(name)
+            }
+            None => None,
+        };
+        self.manifest.files.push(FileEntry {
+            harness: harness.to_owned(),
+            path: path.to_owned(),
+            copy,
+            mode,
+            written_sha256: sha256(text.as_bytes()),
+        });
+        self.save()?;
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        write_keeping_mode(path, text.as_bytes(), mode)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.manifest.files.is_empty()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Removes the set's directory when nothing was written into it.
+    pub fn finish(self) -> Result<()> {
+        if self.manifest.files.is_empty() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+        Ok(())
+    }
+
+    fn save(&self) -> Result<()> {
+        write_atomic(&self.dir.join("manifest.json"), &serde_json::to_vec_pretty(&self.manifest)?)
+    }
+}
+
+/// What `rollback` did with one file.
+#[derive(Debug, Clone)]
+pub enum Restored {
+    Restored {
+        harness: String,
+        path: PathBuf,
+    },
+    Removed {
+        harness: String,
+        path: PathBuf,
+    },
+    /// Changed since the hub wrote it: only the MCP server entries were put back.
+    Merged {
+        harness: String,
+        path: PathBuf,
+    },
+    /// Left alone: changed since the hub wrote it.
+    Refused {
+        harness: String,
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+/// Restores the newest set not rolled back yet. `None` when there is none.
+///
+/// A file changed since the hub wrote it is refused (and then nothing is restored), unless
+/// `keep_edits`: then its MCP server entries are put back as they were and the rest of the
+/// file, with the edits made since, stays.
+pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manifest, Vec<Restored>)>> {
+    let root = backups_dir(store);
+    let mut sets: Vec<String> = fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    sets.sort();
+    for name in sets.into_iter().rev() {
+        let dir = root.join(&name);
+        let path = dir.join("manifest.json");
+        let Ok(bytes) = fs::read(&path) else { continue };
+        let mut manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+            format!("{} is corrupt; move it aside to roll back an older set", path.display())
+        })?;
+        if manifest.rolled_back_ms.is_some() {
+            continue;
+        }
+        // Check every file first: restore all or none.
+        let mut refused = Vec::new();
+        let mut edited: Vec<usize> = Vec::new();
+        for (index, file) in manifest.files.iter().enumerate() {
+            let current = fs::read(&file.path).ok();
+            let matches = current.as_deref().map(sha256).as_deref() == Some(file.written_sha256.as_str());
+            if !matches && keep_edits && current.is_some() && super::find(&file.harness).is_ok() {
+                edited.push(index);
+            } else if !matches {
+                refused.push(Restored::Refused {
+                    harness: file.harness.clone(),
+                    path: file.path.clone(),
+                    reason: if current.is_none() {
+                        "it was removed since the hub wrote it".to_owned()
+                    } else {
+                        "it was edited since the hub wrote it".to_owned()
+                    },
+                });
+            }
+        }
+        if !refused.is_empty() {
+            return Ok(Some((name, manifest, refused)));
+        }
+        let mut done = Vec::new();
+        // Newest change first, in case one file appears twice.
+        for (index, file) in manifest.files.iter().enumerate().rev() {
+            if edited.contains(&index) {
+                let harness = super::find(&file.harness)?;
+                let current = fs::read_to_string(&file.path)
+                    .with_context(|| format!("reading {}", file.path.display()))?;
+                let before = match &file.copy {
+                    Some(copy) => fs::read_to_string(dir.join(copy))
+                        .with_context(|| format!("reading the backup {copy}"))?,
+                    None => String::new(),
+                };
+                let merged = super::edit::restore_servers(harness, &current, &before)
+                    .with_context(|| format!("putting back the servers of {}", file.path.display()))?;
+                write_keeping_mode(&file.path, merged.as_bytes(), file.mode)?;
+                done.push(Restored::Merged { harness: file.harness.clone(), path: file.path.clone() });
+                continue;
+            }
+            match &file.copy {
+                Some(copy) => {
+                    let bytes =
+                        fs::read(dir.join(copy)).with_context(|| format!("reading the backup {copy}"))?;
+                    write_keeping_mode(&file.path, &bytes, file.mode)?;
+                    done.push(Restored::Restored { harness: file.harness.clone(), path: file.path.clone() });
+                }
+                None => {
+                    fs::remove_file(&file.path)
+                        .with_context(|| format!("removing {}", file.path.display()))?;
+                    done.push(Restored::Removed { harness: file.harness.clone(), path: file.path.clone() });
+                }
+            }
+        }
+        done.reverse();
+        manifest.rolled_back_ms = Some(now_ms());
+        write_atomic(&path, &serde_json::to_vec_pretty(&manifest)?)?;
+        return Ok(Some((name, manifest, done)));
+    }
+    Ok(None)
+}
+
+pub fn backups_dir(store: &Store) -> PathBuf {
+    store.root().join("backups")
+}
+
+fn write_keeping_mode(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    // A symlinked config is written through to its target, so the link stays.
+    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    write_atomic(&target, bytes)?;
+    if let Some(mode) = mode {
+        fs::set_permissions(&target, fs::Permissions::from_mode(mode))
+            .with_context(|| format!("setting the mode of {}", target.display()))?;
+    }
+    Ok(())
+}
+
+fn private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}
+
+pub fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `20261129T230501.123Z` from milliseconds since the epoch; sorts by time.
+fn timestamp_name(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+}
+
+/// Days since 1970-01-01 to a (year, month, day) date.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_sort_as_dates() {
+        assert_eq!(timestamp_name(0), "19700101T000000.000Z");
+        assert_eq!(timestamp_name(1_795_993_501_123), "20261129T230501.123Z");
+    }
+
+    #[test]
+    fn rollback_restores_bytes_and_refuses_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hub")).unwrap();
+        let file = dir.path().join("a.json");
+        fs::write(&file, b"{ \"x\": 1 }  \n").unwrap();
+        let created = dir.path().join("new/b.json");
+        let mut set = BackupSet::begin(&store, "connect").unwrap();
+        set.replace("cursor", &file, "{}\n").unwrap();
+        set.replace("claude-desktop", &created, "{}\n").unwrap();
+        set.finish().unwrap();
+        let (_, _, done) = rollback(&store, false).unwrap().unwrap();
+        assert_eq!(done.len(), 2);
+        assert_eq!(fs::read(&file).unwrap(), b"{ \"x\": 1 }  \n");
+        assert!(!created.exists());
+        assert!(rollback(&store, false).unwrap().is_none());
+
+        let mut set = BackupSet::begin(&store, "connect").unwrap();
+        set.replace("cursor", &file, "{}\n").unwrap();
+        fs::write(&file, b"edited by hand").unwrap();
+        let (_, _, refused) = rollback(&store, false).unwrap().unwrap();
+        assert!(matches!(&refused[0], Restored::Refused { .. }));
+        assert_eq!(fs::read(&file).unwrap(), b"edited by hand");
+    }
+}

@@ -1,0 +1,479 @@
+//! Reading a harness file: its MCP server entries (user and project scopes) and what each one
+//! becomes as a hub source, with the plaintext credentials it carries set apart.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value};
+
+use super::{Descriptor, ENTRY_NAME, Format};
+use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};
+
+/// Harness files larger than this are not read.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One server entry as a harness declares it.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub harness: &'static str,
+    /// `user`, or `project <path>` for Claude Code's project scopes.
+    pub scope: String,
+    pub name: String,
+    pub entry: Value,
+}
+
+/// A credential taken from a harness file in plain text. Its value never appears in output.
+#[derive(Clone)]
+pub struct PlainSecret {
+    pub slot: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for PlainSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PlainSecret({}: ***)", self.slot)
+    }
+}
+
+/// What a server entry becomes in the hub.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    pub transport: SourceTransport,
+    /// Credential values found in plain text, one per slot.
+    pub secrets: Vec<PlainSecret>,
+    /// Slots whose value the harness takes from its own environment (`${VAR}`), by variable.
+    pub from_env: Vec<(String, String)>,
+}
+
+/// Parses a harness file's text into a JSON value, whatever its format.
+pub fn parse(format: Format, text: &str) -> Result<Value> {
+    match format {
+        Format::Json => {
+            if text.trim().is_empty() {
+                return Ok(Value::Object(Map::new()));
+            }
+            serde_json::from_str(&strip_json_comments(text)).context("not valid JSON")
+        }
+        Format::Toml => {
+            let doc: toml_edit::DocumentMut = text.parse().context("not valid TOML")?;
+            Ok(toml_to_json(doc.as_item()))
+        }
+        Format::Yaml => {
+            if text.trim().is_empty() {
+                return Ok(Value::Object(Map::new()));
+            }
+            serde_norway::from_str(text).context("not valid YAML")
+        }
+    }
+}
+
+/// Reads a harness's file; `None` when it does not exist. Refuses huge files and anything that
+/// is not a regular file.
+pub fn load(harness: &Descriptor, home: &Path) -> Result<Option<(String, Value)>> {
+    let path = harness.config_path(home);
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
+    };
+    if !meta.is_file() {
+        bail!("{} is not a regular file; move it aside or fix it", path.display());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        bail!("{} is larger than {} MB; it was not read", path.display(), MAX_FILE_BYTES / (1024 * 1024));
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let value = parse(harness.format, &text).with_context(|| {
+        format!("{} ({}) could not be read; fix it and try again", path.display(), harness.name)
+    })?;
+    Ok(Some((text, value)))
+}
+
+/// Every server entry in a parsed harness file, the hub's own entry left out.
+pub fn entries(harness: &Descriptor, doc: &Value) -> Vec<Found> {
+    let mut found = Vec::new();
+    let mut push = |scope: String, servers: Option<&Value>| {
+        for (name, entry) in servers.and_then(Value::as_object).into_iter().flatten() {
+            if name == ENTRY_NAME || !entry.is_object() {
+                continue;
+            }
+            found.push(Found {
+                harness: harness.id,
+                scope: scope.clone(),
+                name: name.clone(),
+                entry: entry.clone(),
+            });
+        }
+    };
+    push("user".to_owned(), get_path(doc, harness.servers_key));
+    if let Some(projects) = harness.projects {
+        for (path, project) in doc.get(projects.projects_key).and_then(Value::as_object).into_iter().flatten()
+        {
+            push(format!("project {path}"), project.get(projects.servers_key));
+        }
+    }
+    found
+}
+
+pub fn get_path<'a>(doc: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(doc, |value, key| value.get(key))
+}
+
+/// Whether the entry is turned off in its harness (`enabled = false`, `disabled: true`).
+pub fn is_disabled(entry: &Value) -> bool {
+    entry.get("enabled") == Some(&Value::Bool(false)) || entry.get("disabled") == Some(&Value::Bool(true))
+}
+
+/// What a server entry becomes as a source. Environment values and headers that look like
+/// credentials become slots; their values are set apart in [`Converted::secrets`].
+pub fn convert(entry: &Value) -> Result<Converted> {
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+    let url = text("url").or_else(|| text("serverUrl")).or_else(|| text("httpUrl"));
+    let mut secrets = Vec::new();
+    let mut from_env = Vec::new();
+    if let Some(command) = text("command") {
+        let (command, mut args) = match entry.get("command") {
+            // pi's adapter and opencode allow the whole command line as an array.
+            Some(Value::Array(words)) => {
+                let mut words = words.iter().filter_map(Value::as_str).map(str::to_owned);
+                (words.next().unwrap_or_default(), words.collect())
+            }
+            _ => (command, Vec::new()),
+        };
+        args.extend(strings(entry.get("args")));
+        let mut env = BTreeMap::new();
+        let mut env_slots = Vec::new();
+        for (name, value) in entry.get("env").and_then(Value::as_object).into_iter().flatten() {
+            let value = match value {
+                Value::String(s) => s.clone(),
+                Value::Null => continue,
+                other => other.to_string(),
+            };
+            if let Some(var) = env_reference(&value) {
+                env_slots.push(name.clone());
+                from_env.push((name.clone(), var));
+            } else if looks_secret(name) {
+                env_slots.push(name.clone());
+                secrets.push(PlainSecret { slot: name.clone(), value });
+            } else {
+                env.insert(name.clone(), value);
+            }
+        }
+        // Codex: variables passed through from the harness's environment.
+        for name in strings(entry.get("env_vars")) {
+            if !env_slots.contains(&name) {
+                env_slots.push(name.clone());
+                from_env.push((name.clone(), name));
+            }
+        }
+        let cwd = text("cwd");
+        return Ok(Converted {
+            transport: SourceTransport::Stdio { command, args, env, env_slots, cwd },
+            secrets,
+            from_env,
+        });
+    }
+    let Some(url) = url else {
+        bail!("the entry has neither a `command` nor a `url`");
+    };
+    if entry.get("type").and_then(Value::as_str) == Some("sse") || url.ends_with("/sse") {
+        bail!("`{url}` is an SSE endpoint; the hub speaks streamable HTTP only, add its /mcp URL by hand");
+    }
+    let mut header_slots = Vec::new();
+    let headers = entry.get("headers").or_else(|| entry.get("http_headers"));
+    for (name, value) in headers.and_then(Value::as_object).into_iter().flatten() {
+        let Some(value) = value.as_str() else { continue };
+        let slot = if name.eq_ignore_ascii_case("authorization") && value.starts_with("Bearer ") {
+            HeaderSlot::bearer()
+        } else {
+            HeaderSlot { name: name.clone(), prefix: String::new() }
+        };
+        let bare = value.strip_prefix(slot.prefix.as_str()).unwrap_or(value).to_owned();
+        if let Some(var) = env_reference(&bare) {
+            from_env.push((slot.name.clone(), var));
+        } else {
+            secrets.push(PlainSecret { slot: slot.name.clone(), value: bare });
+        }
+        header_slots.push(slot);
+    }
+    // Codex: `bearer_token_env_var` and `env_http_headers` name variables, not values.
+    if let Some(var) = text("bearer_token_env_var") {
+        if !header_slots.iter().any(|h| h.name.eq_ignore_ascii_case("authorization")) {
+            header_slots.push(HeaderSlot::bearer());
+            from_env.push(("Authorization".to_owned(), var));
+        }
+    }
+    for (name, var) in entry.get("env_http_headers").and_then(Value::as_object).into_iter().flatten() {
+        if let Some(var) = var.as_str() {
+            header_slots.push(HeaderSlot { name: name.clone(), prefix: String::new() });
+            from_env.push((name.clone(), var.to_owned()));
+        }
+    }
+    Ok(Converted { transport: SourceTransport::Http { url, header_slots }, secrets, from_env })
+}
+
+/// The key two entries share when they are the same server: the command line, or the URL.
+pub fn identity(transport: &SourceTransport) -> String {
+    match transport {
+        SourceTransport::Stdio { command, args, .. } => format!("stdio {command} {}", args.join(" ")),
+        SourceTransport::Http { url, .. } => format!("http {}", url.trim_end_matches('/')),
+    }
+}
+
+/// The identity of a stored source, to tell which harness entries the hub already has.
+pub fn spec_identity(spec: &SourceSpec) -> String {
+    identity(&spec.transport)
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `${VAR}`, `${env:VAR}` or `$VAR` as a whole value: the variable's name.
+fn env_reference(value: &str) -> Option<String> {
+    let name = value
+        .strip_prefix("${env:")
+        .or_else(|| value.strip_prefix("${"))
+        .and_then(|rest| rest.strip_suffix('}'))
+        .or_else(|| value.strip_prefix('$'))?;
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then(|| name.to_owned())
+}
+
+/// Whether an environment variable's name says it holds a credential: one of its words is
+/// `TOKEN`, `SECRET`, `PASSWORD`, `PAT`, `AUTH`… or it ends in `KEY`.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let words: Vec<&str> =
+        upper.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let secret_words = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PAT",
+        "APIKEY",
+        "AUTH",
+        "AUTHORIZATION",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "COOKIE",
+        "BEARER",
+    ];
+    words.iter().any(|w| secret_words.contains(w)) || words.last().is_some_and(|w| w.ends_with("KEY"))
+}
+
+/// JSON with `//` and `/* */` comments, as some editors allow, made plain JSON. Strings are
+/// left alone.
+pub fn strip_json_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for next in chars.by_ref() {
+                    if next == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for next in chars.by_ref() {
+                    if last == '*' && next == '/' {
+                        break;
+                    }
+                    if next == '\n' {
+                        out.push('\n');
+                    }
+                    last = next;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a JSON text has comments (then it is read but never rewritten).
+pub fn has_json_comments(text: &str) -> bool {
+    strip_json_comments(text) != text
+}
+
+fn toml_to_json(item: &toml_edit::Item) -> Value {
+    match item {
+        toml_edit::Item::None => Value::Null,
+        toml_edit::Item::Value(value) => toml_value(value),
+        toml_edit::Item::Table(table) => {
+            Value::Object(table.iter().map(|(k, v)| (k.to_owned(), toml_to_json(v))).collect())
+        }
+        toml_edit::Item::ArrayOfTables(tables) => Value::Array(
+            tables
+                .iter()
+                .map(|t| Value::Object(t.iter().map(|(k, v)| (k.to_owned(), toml_to_json(v))).collect()))
+                .collect(),
+        ),
+    }
+}
+
+fn toml_value(value: &toml_edit::Value) -> Value {
+    use toml_edit::Value as T;
+    match value {
+        T::String(s) => Value::String(s.value().clone()),
+        T::Integer(i) => Value::from(*i.value()),
+        T::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(Value::Null, Value::Number),
+        T::Boolean(b) => Value::Bool(*b.value()),
+        T::Datetime(d) => Value::String(d.value().to_string()),
+        T::Array(items) => Value::Array(items.iter().map(toml_value).collect()),
+        T::InlineTable(table) => {
+            Value::Object(table.iter().map(|(k, v)| (k.to_owned(), toml_value(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn entries_become_sources_with_credentials_set_apart() {
+        let stdio = convert(&json!({
+            "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x", "LOG_LEVEL": "debug", "API_KEY": "${env:MY_KEY}"}
+        }))
+        .unwrap();
+        let http = convert(&json!({
+            "type": "http", "url": "https://mcp.linear.app/mcp",
+            "headers": {"Authorization": "Bearer lin_x", "X-Team": "eng"}
+        }))
+        .unwrap();
+        let codex =
+            convert(&json!({"url": "https://x.example/mcp", "bearer_token_env_var": "X_TOKEN"})).unwrap();
+        expect![[r#"
+            [
+                Converted {
+                    transport: Stdio {
+                        command: "npx",
+                        args: [
+                            "-y",
+                            "@modelcontextprotocol/server-github",
+                        ],
+                        env: {
+                            "LOG_LEVEL": "debug",
+                        },
+                        env_slots: [
+                            "GITHUB_PERSONAL_ACCESS_TOKEN",
+                            "API_KEY",
+                        ],
+                        cwd: None,
+                    },
+                    secrets: [
+                        PlainSecret(GITHUB_PERSONAL_ACCESS_TOKEN: ***),
+                    ],
+                    from_env: [
+                        (
+                            "API_KEY",
+                            "MY_KEY",
+                        ),
+                    ],
+                },
+                Converted {
+                    transport: Http {
+                        url: "https://mcp.linear.app/mcp",
+                        header_slots: [
+                            HeaderSlot {
+                                name: "Authorization",
+                                prefix: "Bearer ",
+                            },
+                            HeaderSlot {
+                                name: "X-Team",
+                                prefix: "",
+                            },
+                        ],
+                    },
+                    secrets: [
+                        PlainSecret(Authorization: ***),
+                        PlainSecret(X-Team: ***),
+                    ],
+                    from_env: [],
+                },
+                Converted {
+                    transport: Http {
+                        url: "https://x.example/mcp",
+                        header_slots: [
+                            HeaderSlot {
+                                name: "Authorization",
+                                prefix: "Bearer ",
+                            },
+                        ],
+                    },
+                    secrets: [],
+                    from_env: [
+                        (
+                            "Authorization",
+                            "X_TOKEN",
+                        ),
+                    ],
+                },
+            ]
+        "#]]
+        .assert_debug_eq(&[stdio, http, codex]);
+    }
+
+    #[test]
+    fn credential_names() {
+        let names = [
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "API_KEY",
+            "OPENAI_APIKEY",
+            "DB_PASSWORD",
+            "GITLAB_PAT",
+            "x-auth",
+        ];
+        assert!(names.iter().all(|n| looks_secret(n)), "{names:?}");
+        let plain = ["MEMORY_FILE_PATH", "LOG_LEVEL", "KEYBOARD_LAYOUT", "PATH", "TOKENIZERS_PARALLELISM"];
+        assert!(plain.iter().all(|n| !looks_secret(n)), "{plain:?}");
+    }
+
+    #[test]
+    fn comments_are_stripped_outside_strings() {
+        let text = "{\n  // a note\n  \"a\": \"http://x//y\", /* b */ \"c\": 1\n}";
+        assert_eq!(parse(Format::Json, text).unwrap(), json!({"a": "http://x//y", "c": 1}));
+        assert!(has_json_comments(text));
+        assert!(!has_json_comments("{\"a\": \"//\"}"));
+    }
+
+    #[test]
+    fn entries_without_a_command_or_url_are_refused() {
+        expect![[r#"the entry has neither a `command` nor a `url`"#]]
+            .assert_eq(&convert(&json!({"name": "x"})).unwrap_err().to_string());
+    }
+}
