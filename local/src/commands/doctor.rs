@@ -97,8 +97,34 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
             )
         });
     }
+    checks.push(keychain_check(&store));
     checks.extend(harness_checks());
     finish(settings, &checks)
+}
+
+/// Where credentials go: the OS keychain, or the fallback file (which works, with a warning).
+fn keychain_check(store: &Store) -> Check {
+    use crate::secrets::{SecretStore, StoreKind};
+    match SecretStore::open(store) {
+        Ok(secrets) if secrets.kind() == StoreKind::Keychain => ok("secrets", "keychain", secrets.describe()),
+        Ok(secrets) if std::env::var("CAPABILITIES_KEYCHAIN").is_ok_and(|v| v.trim() == "file") => {
+            ok("secrets", "keychain", format!("{} (CAPABILITIES_KEYCHAIN=file)", secrets.describe()))
+        }
+        Ok(secrets) => ok(
+            "secrets",
+            "keychain",
+            format!(
+                "{} — no OS keychain is reachable; start a Secret Service such as gnome-keyring to use one",
+                secrets.describe()
+            ),
+        ),
+        Err(err) => problem(
+            "secrets",
+            "keychain",
+            err.to_string(),
+            "unset CAPABILITIES_KEYCHAIN or start a Secret Service such as gnome-keyring",
+        ),
+    }
 }
 
 /// Modes of the home (700), its directories (700) and files (600), read without repairing.

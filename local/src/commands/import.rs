@@ -193,21 +193,25 @@ fn credentials_for(proposal: &Proposal) -> Credentials {
     }
 }
 
-/// Copies one credential found in plain text into the keychain, for connection `connection` of
-/// source `namespace`. Returns whether it was stored.
-///
-/// TO WIRE: the keychain port (`crate::secrets`) is not merged yet, so this stores nothing and
-/// the import tells the person to run `capabilities hub auth <namespace>`. When it lands, store
-/// `value` under (namespace, connection, slot) here and return `Ok(true)`. The value must never
-/// be logged or printed.
+/// Copies one credential found in plain text into the keychain (or the hub's fallback file
+/// when no keychain answers), for connection `connection` of source `namespace`. Returns
+/// whether it was stored; a value the hub would refuse is left for `hub auth`. The value is
+/// never logged or printed.
 pub fn store_imported_secret(
-    _store: &Store,
-    _namespace: &str,
-    _connection: &str,
-    _slot: &str,
-    _value: &str,
+    store: &Store,
+    namespace: &str,
+    connection: &str,
+    slot: &str,
+    value: &str,
 ) -> Result<bool> {
-    Ok(false)
+    if crate::secrets::check_value(slot, value).is_err() {
+        return Ok(false);
+    }
+    let secrets = crate::secrets::SecretStore::open(store).map_err(|e| anyhow::anyhow!("{e}"))?;
+    secrets
+        .set(&crate::secrets::SlotKey { namespace, connection, slot }, value)
+        .map_err(|e| anyhow::anyhow!("storing a credential of `{namespace}`: {e}"))?;
+    Ok(true)
 }
 
 /// Reads `harnesses` under `home` and proposes one source per distinct server.

@@ -173,8 +173,12 @@ fn a_client_without_elicitation_gets_awaiting_approval_and_resume_runs_nothing()
     let hub = Hub::new();
     let resume = json!({"name": "execute", "arguments": {"resume": "$runId"}});
     let out = hub.client(json!([execute(&create("n")), resume, execute(COUNT)]), None);
-    let (first, again) = (envelope(&out, 0), envelope(&out, 1));
+    let (mut first, mut again) = (envelope(&out, 0).clone(), envelope(&out, 1).clone());
     assert_eq!(first["status"], "awaiting_approval", "{first}");
+    // The notices say what the hub did to reach the person (it tries its approval page).
+    let (said, said_again) = (first["notices"].take(), again["notices"].take());
+    assert!(said.to_string().contains("hub approve"), "{said}");
+    assert!(said_again.to_string().contains("hub approve"), "{said_again}");
     assert_eq!(again, first, "resume before a decision answers the same pending envelope");
     assert_eq!(envelope(&out, 2)["result"], 0, "nothing ran");
     assert_eq!(hub.entity_lines("n"), 0);

@@ -94,6 +94,8 @@ impl Machine {
             .args(args)
             .env("HOME", self.home())
             .env("CAPABILITIES_HOME", self.hub())
+            // The keychain is tested in `secrets`; here credentials go to the hub's file.
+            .env("CAPABILITIES_KEYCHAIN", "file")
             .env("NO_COLOR", "1")
             .current_dir(self.home())
             .stdin(Stdio::null())
@@ -191,7 +193,12 @@ fn import_merges_duplicates_and_leaves_the_harness_files_alone() {
         added `memory` with 9 tools
         added `memory_2` with 9 tools
     "#]].assert_eq(&ran.stdout);
-    assert!(ran.stderr.contains("`memory_2` needs its credential in the hub"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("needs its credential"), "the credential was copied: {}", ran.stderr);
+    let connections = ok(&machine.run(&["hub", "connections", "memory_2", "--json"])).stdout.clone();
+    assert!(connections.contains("API_TOKEN"), "{connections}");
+    assert!(!connections.contains("plaintext-cursor-token"), "{connections}");
+    let kept = std::fs::read_to_string(machine.hub().join("secrets.json")).unwrap();
+    assert!(kept.contains("plaintext-cursor-token"), "the value moved into the hub's secret store");
     assert!(!ran.stdout.contains("plaintext-cursor-token") && !ran.stderr.contains("plaintext-cursor-token"));
     assert_eq!(machine.snapshot(), before, "import changed a harness file");
 
@@ -469,6 +476,8 @@ fn doctor_reports_a_healthy_hub_then_a_source_that_does_not_start() {
           ok   records: 1 source record(s) readable
         sources
           ok   memory: started; lists 9 tool(s), 9 in the manifest
+        secrets
+          ok   keychain: $HUB/secrets.json (CAPABILITIES_KEYCHAIN=file)
         all good
     "#]]
     .assert_eq(&healthy.stdout);
