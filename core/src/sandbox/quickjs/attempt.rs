@@ -33,6 +33,8 @@ const CODE_MODULE: &str = "code.js";
 /// Results above this many characters of JSON are refused before they leave the guest; the
 /// engine trims what it shows far below this.
 pub(crate) const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+/// Allocation, in bytes, before the first garbage collection of an attempt.
+const GC_THRESHOLD_BYTES: usize = 4 * 1024 * 1024;
 /// Extra heap granted once the code has settled, so the result or the error can still be
 /// read from a guest that used its whole budget.
 const FINISH_HEADROOM_BYTES: usize = 16 * 1024 * 1024;
@@ -107,6 +109,10 @@ impl Guest {
         let runtime = Runtime::new_with_alloc(GuestAllocator::new(Rc::clone(&heap)))
             .map_err(internal("cannot start a runtime"))?;
         runtime.set_max_stack_size(MAX_STACK_BYTES);
+        // QuickJS collects first at 256 KiB, which a fresh context with the prelude nearly
+        // fills, so short runs paid for a collection every few bridge calls. The budget still
+        // caps the heap; collections grow their threshold from here as usual.
+        runtime.set_gc_threshold(GC_THRESHOLD_BYTES);
         runtime.set_loader(NoModules, NoModules);
         let handler_budget = Rc::clone(&budget);
         runtime.set_interrupt_handler(Some(Box::new(move || handler_budget.interrupt())));
