@@ -17,6 +17,9 @@ usage: cargo xtask <command>
 commands:
   test     fmt check, clippy (warnings denied), nextest over the workspace, core for wasm32
   bench    run the criterion benchmarks (extra arguments go to cargo bench)
+  bench-serve [rounds]
+           measure `hub serve --stdio` (release build): start to initialize and tools/list,
+           idle memory, and execute of one call against the same call made directly
   wasm     build capabilities-core for wasm32-unknown-unknown
 ";
 
@@ -37,6 +40,7 @@ fn run() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("bench") => bench(&args[1..]),
+        Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("wasm") => wasm(),
         Some("-h" | "--help" | "help") | None => {
             eprint!("{HELP}");
@@ -93,6 +97,15 @@ fn bench(extra: &[String]) -> Result<()> {
     let mut cmd = cargo(&["bench", "--locked", "--workspace"]);
     cmd.args(extra);
     step("bench", cmd)
+}
+
+fn bench_serve(rounds: &str) -> Result<()> {
+    ensure_node_packages()?;
+    step("build (release)", cargo(&["build", "--release", "--locked", "-p", "capabilities"]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let mut node = Command::new("node");
+    node.arg("local/benches/serve.mjs").arg(target.join("release/capabilities")).arg(rounds);
+    step("bench-serve", node)
 }
 
 fn cargo(args: &[&str]) -> Command {

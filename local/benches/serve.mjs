@@ -1,0 +1,154 @@
+// Measures `capabilities hub serve --stdio` the way a harness meets it, over raw JSON-RPC lines:
+//
+//   node local/benches/serve.mjs <capabilities binary> [rounds]
+//
+// (a) process start → `initialize` answered, and → `tools/list` answered, on a hub with two
+//     stdio sources (they start lazily, so neither number should grow with sources);
+// (b) resident memory of an idle server after those answers;
+// (c) `execute` of one call to the reference memory server through the hub, against the same
+//     `tools/call` sent straight to that server, alternated in one run.
+// Prints medians (and p90) as JSON on stdout. Needs `cd node && npm ci`.
+
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const binary = process.argv[2];
+const rounds = Number(process.argv[3] ?? 30);
+if (!binary) {
+  console.error("usage: node local/benches/serve.mjs <capabilities binary> [rounds]");
+  process.exit(2);
+}
+const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const memoryServer = join(repo, "node/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+
+const home = mkdtempSync(join(tmpdir(), "capabilities-bench-"));
+chmodSync(home, 0o700);
+const env = { ...process.env, CAPABILITIES_HOME: home, CAPABILITIES_KEYCHAIN: "file", BROWSER: "true" };
+const memoryFile = join(home, "memory.jsonl");
+for (const ns of ["memory", "memory_b"]) {
+  execFileSync(
+    binary,
+    ["hub", "add", "--yes", "--namespace", ns, "--env", `MEMORY_FILE_PATH=${memoryFile}`, "--", "node", memoryServer],
+    { env, stdio: ["ignore", "ignore", "ignore"] },
+  );
+}
+
+/** A child speaking newline-delimited JSON-RPC. */
+function rpc(command, args, childEnv) {
+  const child = spawn(command, args, { env: childEnv, stdio: ["pipe", "pipe", "ignore"] });
+  let buffer = "";
+  const waiting = new Map();
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk) => {
+    buffer += chunk;
+    let at;
+    while ((at = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, at);
+      buffer = buffer.slice(at + 1);
+      if (!line.trim()) continue;
+      const message = JSON.parse(line);
+      const resolve = waiting.get(message.id);
+      if (resolve) {
+        waiting.delete(message.id);
+        resolve(message);
+      }
+    }
+  });
+  let next = 1;
+  return {
+    child,
+    request(method, params) {
+      const id = next++;
+      const answer = new Promise((resolve) => waiting.set(id, resolve));
+      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+      return answer;
+    },
+    notify(method) {
+      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", method }) + "\n");
+    },
+    async close() {
+      child.stdin.end();
+      await new Promise((resolve) => child.once("exit", resolve));
+    },
+  };
+}
+
+const init = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "0" } };
+const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+  return { median: +at(0.5).toFixed(2), p90: +at(0.9).toFixed(2), n: s.length };
+};
+const rssMb = (pid) => {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
+  return Number(line.split(/\s+/)[1]) / 1024;
+};
+
+// (a) and (b)
+const initialize = [];
+const toolsList = [];
+const rss = [];
+for (let i = 0; i < rounds; i++) {
+  const start = process.hrtime.bigint();
+  const hub = rpc(binary, ["hub", "serve", "--stdio"], env);
+  await hub.request("initialize", init);
+  initialize.push(ms(start));
+  hub.notify("notifications/initialized");
+  await hub.request("tools/list", {});
+  toolsList.push(ms(start));
+  if (i < 5) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    rss.push(rssMb(hub.child.pid));
+  }
+  await hub.close();
+}
+
+// (c)
+const hub = rpc(binary, ["hub", "serve", "--stdio"], env);
+await hub.request("initialize", init);
+hub.notify("notifications/initialized");
+const direct = rpc("node", [memoryServer], { ...process.env, MEMORY_FILE_PATH: memoryFile });
+await direct.request("initialize", init);
+direct.notify("notifications/initialized");
+const viaHub = [];
+const straight = [];
+const execute = { name: "execute", arguments: { code: "return await memory.readGraph({})" } };
+for (let i = 0; i < rounds + 5; i++) {
+  let start = process.hrtime.bigint();
+  const answer = await hub.request("tools/call", execute);
+  const took = ms(start);
+  if (answer.result?.structuredContent?.status !== "completed") {
+    throw new Error("execute did not complete: " + JSON.stringify(answer));
+  }
+  start = process.hrtime.bigint();
+  await direct.request("tools/call", { name: "read_graph", arguments: {} });
+  const tookDirect = ms(start);
+  if (i >= 5) {
+    viaHub.push(took);
+    straight.push(tookDirect);
+  }
+}
+await hub.close();
+await direct.close();
+
+const hubStats = stats(viaHub);
+const directStats = stats(straight);
+console.log(
+  JSON.stringify(
+    {
+      sources: 2,
+      start_to_initialize_ms: stats(initialize),
+      start_to_tools_list_ms: stats(toolsList),
+      idle_rss_mb: stats(rss),
+      execute_one_call_ms: hubStats,
+      direct_tools_call_ms: directStats,
+      ratio_of_medians: +(hubStats.median / directStats.median).toFixed(2),
+    },
+    null,
+    2,
+  ),
+);
