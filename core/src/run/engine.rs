@@ -281,15 +281,31 @@ impl Engine<'_> {
     /// Scrubs, saves and reports a run.
     async fn finish(&self, mut run: RunRecord, secret_values: Vec<String>) -> Envelope {
         if !secret_values.is_empty() {
-            if let Ok(scrubber) = Scrubber::new(&secret_values) {
-                if let Some(result) = run.output.result.as_mut() {
-                    scrubber.scrub_json(result);
+            match Scrubber::new(&secret_values) {
+                Ok(scrubber) => {
+                    if let Some(result) = run.output.result.as_mut() {
+                        scrubber.scrub_json(result);
+                    }
+                    for line in &mut run.output.logs {
+                        *line = scrubber.scrub_str(line).into_owned();
+                    }
+                    if let Some(error) = run.output.error.as_mut() {
+                        error.message = scrubber.scrub_str(&error.message).into_owned();
+                    }
                 }
-                for line in &mut run.output.logs {
-                    *line = scrubber.scrub_str(line).into_owned();
-                }
-                if let Some(error) = run.output.error.as_mut() {
-                    error.message = scrubber.scrub_str(&error.message).into_owned();
+                // Calls refuse such values before they leave; should one get here anyway,
+                // nothing the run produced is shown.
+                Err(_) => {
+                    run.output.result = None;
+                    run.output.logs.clear();
+                    run.output.error = Some(RunError::new(
+                        "credential_unusable",
+                        "the run's output was withheld: a credential it used cannot be scrubbed",
+                        Some("set a longer value with `capabilities hub auth`"),
+                    ));
+                    if run.status == RunStatus::Completed {
+                        run.status = RunStatus::Failed;
+                    }
                 }
             }
         }
@@ -629,6 +645,17 @@ impl AttemptBridge<'_, '_> {
                 ));
             }
         };
+        // A value the scrubber cannot match safely (too short) could come back in a result
+        // unscrubbed: refuse the call rather than send it.
+        if !credentials.values.is_empty() {
+            if let Err(err) = Scrubber::new(credentials.values.iter().map(|(_, v)| v)) {
+                return GuestReply::Err(failure(
+                    "credential_unusable",
+                    format!("a credential of `{}` cannot be kept out of results: {err}", address.namespace),
+                    Some("set a longer value with `capabilities hub auth`"),
+                ));
+            }
+        }
         self.secret_values.borrow_mut().extend(credentials.values.iter().map(|(_, v)| v.clone()));
 
         self.acquire().await;

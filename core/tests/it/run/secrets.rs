@@ -152,3 +152,14 @@ fn a_credential_in_a_key_or_an_error_text_is_scrubbed_before_the_guest_sees_it()
     .assert_eq(&render(&envelope));
     assert_no_secret("the journal", &hub.journal_text(&envelope.run_id), WORK_SECRET);
 }
+
+#[test]
+fn a_credential_too_short_to_scrub_never_leaves() {
+    let mut hub = Hub::new();
+    hub.secrets.table.insert(("chat".into(), "work".into()), vec![("TOKEN".into(), "abc".into())]);
+    let envelope =
+        hub.execute(r#"try { return await chat.whoami() } catch (e) { return [e.code, e.message] }"#);
+    expect![[r#"completed ["credential_unusable","a credential of `chat` cannot be kept out of results: secret number 1 is 3 bytes long, and secrets need at least 4: a shorter one would blank out ordinary text, so check the value the connection points at"]"#]]
+        .assert_eq(&render(&envelope));
+    assert_eq!(hub.upstream.count(), 0, "nothing went upstream");
+}
