@@ -34,10 +34,18 @@ pub enum Command {
     Hub(HubCommand),
     /// Restore the harness configs the hub changed last (`hub connect`, `hub disconnect`).
     Rollback(commands::rollback::RollbackArgs),
+    /// Serve one of the example MCP servers `hub demo` uses, over stdio.
+    #[command(hide = true)]
+    ExampleServer {
+        #[arg(value_enum)]
+        which: crate::example::Example,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum HubCommand {
+    /// Watch a whole task run through the hub, in a throwaway hub with two example sources.
+    Demo(commands::demo::DemoArgs),
     /// Create the hub; with `--import`, import your harnesses' servers and connect them too.
     Init(commands::init::InitArgs),
     /// Read your harnesses' MCP servers and add them as sources.
@@ -107,6 +115,8 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
+        Command::ExampleServer { which } => crate::example::serve(which).map(|()| ExitCode::SUCCESS),
+        Command::Hub(HubCommand::Demo(args)) => commands::demo::run(&settings, args),
         Command::Hub(HubCommand::Init(args)) => commands::init::run(&settings, args),
         Command::Hub(HubCommand::Import(args)) => commands::import::run(&settings, args),
         Command::Hub(HubCommand::Connect(args)) => commands::connect::run(&settings, args),

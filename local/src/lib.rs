@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod example;
 pub mod harness;
 pub mod host;
 pub mod page;

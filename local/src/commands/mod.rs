@@ -8,6 +8,7 @@ pub mod call;
 pub mod cancel;
 pub mod connect;
 pub mod connections;
+pub mod demo;
 pub mod disconnect;
 pub mod doctor;
 pub mod exec;

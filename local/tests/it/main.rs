@@ -1,6 +1,7 @@
 //! The integration tests of the `capabilities` crate, one binary with a module per area.
 
 mod cli;
+mod demo;
 mod elicit;
 mod harness;
 mod page;
