@@ -19,7 +19,7 @@ use crate::cli::Settings;
 /// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
 pub async fn serve_stdio(settings: Settings) -> Result<()> {
     let service = HubServer::new(settings)
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .context("starting the MCP server on stdio")?;
     service.waiting().await.context("serving MCP on stdio")?;
