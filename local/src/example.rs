@@ -30,7 +30,8 @@ pub fn serve(example: Example) -> Result<()> {
         .context("starting the example server's runtime")?;
     runtime.block_on(async {
         let server = ExampleServer { example, posted: Arc::new(Mutex::new(Vec::new())) };
-        let service = server.serve(rmcp::transport::stdio_pipes()).await.context("starting the example server")?;
+        let service =
+            server.serve(rmcp::transport::stdio_pipes()).await.context("starting the example server")?;
         service.waiting().await.context("serving the example")?;
         Ok(())
     })

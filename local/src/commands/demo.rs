@@ -134,7 +134,7 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
             let choice = if args.yes {
                 say("allowed once (--yes)")?;
                 Choice::Once
-            } else if sources::ask(&settings, "allow this post once?", true)? {
+            } else if sources::ask(&settings, "allow this post once? [Y/n] ", true)? {
                 Choice::Once
             } else {
                 Choice::Deny
