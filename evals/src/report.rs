@@ -1,0 +1,192 @@
+//! The report: a row per task with success and input tokens per mode, totals, and the gates.
+
+use serde::Serialize;
+
+use crate::modes::Outcome;
+use crate::task::Kind;
+
+/// The fixed surface may cost at most this many tokens.
+pub const SURFACE_BUDGET: usize = 1_500;
+/// Code mode must read at least this share fewer input tokens on multi-step tasks, overall.
+pub const MULTI_STEP_REDUCTION: f64 = 40.0;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub id: String,
+    pub kind: Kind,
+    pub code: Outcome,
+    pub direct: Outcome,
+    pub reduction_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub tasks: usize,
+    pub multi_step_tasks: usize,
+    pub code_successes: usize,
+    pub direct_successes: usize,
+    pub code_input_tokens: usize,
+    pub direct_input_tokens: usize,
+    pub reduction_pct: f64,
+    pub code_multi_step_tokens: usize,
+    pub direct_multi_step_tokens: usize,
+    pub multi_step_reduction_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// `hub serve`'s instructions and three tool definitions.
+    pub fixed_surface_tokens: usize,
+    /// Every fixture tool definition, loaded up front in direct mode.
+    pub direct_fixed_tokens: usize,
+    pub direct_tools: usize,
+    pub tasks: Vec<Row>,
+    pub totals: Totals,
+    pub gates: Vec<Gate>,
+}
+
+pub fn reduction(code: usize, direct: usize) -> f64 {
+    if direct == 0 {
+        return 0.0;
+    }
+    let pct = 100.0 * (direct as f64 - code as f64) / direct as f64;
+    (pct * 10.0).round() / 10.0
+}
+
+impl Report {
+    pub fn new(
+        fixed_surface_tokens: usize,
+        direct_fixed_tokens: usize,
+        direct_tools: usize,
+        tasks: Vec<Row>,
+    ) -> Report {
+        let sum = |multi_only: bool, code: bool| -> usize {
+            tasks
+                .iter()
+                .filter(|r| !multi_only || r.kind.is_multi_step())
+                .map(|r| if code { r.code.input_tokens } else { r.direct.input_tokens })
+                .sum()
+        };
+        let totals = Totals {
+            tasks: tasks.len(),
+            multi_step_tasks: tasks.iter().filter(|r| r.kind.is_multi_step()).count(),
+            code_successes: tasks.iter().filter(|r| r.code.success).count(),
+            direct_successes: tasks.iter().filter(|r| r.direct.success).count(),
+            code_input_tokens: sum(false, true),
+            direct_input_tokens: sum(false, false),
+            reduction_pct: reduction(sum(false, true), sum(false, false)),
+            code_multi_step_tokens: sum(true, true),
+            direct_multi_step_tokens: sum(true, false),
+            multi_step_reduction_pct: reduction(sum(true, true), sum(true, false)),
+        };
+        let failed: Vec<String> = tasks
+            .iter()
+            .flat_map(|r| {
+                let mut f = Vec::new();
+                if !r.code.success {
+                    f.push(format!("{} (code)", r.id));
+                }
+                if !r.direct.success {
+                    f.push(format!("{} (direct)", r.id));
+                }
+                f
+            })
+            .collect();
+        let gates = vec![
+            Gate {
+                name: "fixed surface".into(),
+                ok: fixed_surface_tokens <= SURFACE_BUDGET,
+                detail: format!("{fixed_surface_tokens} tokens, budget {SURFACE_BUDGET}"),
+            },
+            Gate {
+                name: "multi-step reduction".into(),
+                ok: totals.multi_step_reduction_pct >= MULTI_STEP_REDUCTION,
+                detail: format!(
+                    "{}% fewer input tokens over {} multi-step tasks, needs {MULTI_STEP_REDUCTION}%",
+                    totals.multi_step_reduction_pct, totals.multi_step_tasks
+                ),
+            },
+            Gate {
+                name: "scripted tasks succeed".into(),
+                ok: failed.is_empty(),
+                detail: if failed.is_empty() {
+                    format!("all {} tasks in both modes", tasks.len())
+                } else {
+                    format!("failed: {}", failed.join(", "))
+                },
+            },
+        ];
+        Report { fixed_surface_tokens, direct_fixed_tokens, direct_tools, tasks, totals, gates }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.gates.iter().all(|g| g.ok)
+    }
+
+    pub fn markdown(&self) -> String {
+        let t = &self.totals;
+        let mut md = String::new();
+        md.push_str("# Evals: code mode against direct tools\n\n");
+        md.push_str(
+            "Written by `cargo xtask evals` from the scripted reference solutions in `evals/tasks/`, run\n",
+        );
+        md.push_str(
+            "against the real hub (`hub serve --stdio`) and the fixture servers in `evals/fixtures/`.\n",
+        );
+        md.push_str(
+            "Input tokens (o200k) are summed over every model turn; each turn reads the fixed context,\n",
+        );
+        md.push_str("the prompt and all earlier calls and results.\n\n");
+        md.push_str(&format!(
+            "Fixed context: code mode **{}** tokens (instructions and three tools); direct tools **{}** tokens ({} tool definitions).\n\n",
+            self.fixed_surface_tokens, self.direct_fixed_tokens, self.direct_tools
+        ));
+        md.push_str("## Gates\n\n");
+        for g in &self.gates {
+            md.push_str(&format!("- {} **{}**: {}\n", if g.ok { "pass" } else { "FAIL" }, g.name, g.detail));
+        }
+        md.push_str("\n## Totals\n\n| | code mode | direct tools | reduction |\n|---|---:|---:|---:|\n");
+        md.push_str(&format!(
+            "| success | {}/{} | {}/{} | |\n",
+            t.code_successes, t.tasks, t.direct_successes, t.tasks
+        ));
+        md.push_str(&format!(
+            "| input tokens, all tasks | {} | {} | {}% |\n",
+            t.code_input_tokens, t.direct_input_tokens, t.reduction_pct
+        ));
+        md.push_str(&format!(
+            "| input tokens, {} multi-step tasks | {} | {} | {}% |\n",
+            t.multi_step_tasks,
+            t.code_multi_step_tokens,
+            t.direct_multi_step_tokens,
+            t.multi_step_reduction_pct
+        ));
+        md.push_str("\n## Tasks\n\n| task | kind | code ok | direct ok | code turns | direct turns | code tokens | direct tokens | reduction |\n|---|---|---|---|---:|---:|---:|---:|---:|\n");
+        for r in &self.tasks {
+            let kind = serde_json::to_value(r.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {}% |\n",
+                r.id,
+                kind,
+                if r.code.success { "yes" } else { "no" },
+                if r.direct.success { "yes" } else { "no" },
+                r.code.turns,
+                r.direct.turns,
+                r.code.input_tokens,
+                r.direct.input_tokens,
+                r.reduction_pct
+            ));
+        }
+        md
+    }
+}
