@@ -2,6 +2,7 @@
 //! (search, describe, execute through the hub) with direct tools (every definition loaded).
 
 pub mod check;
+pub mod live;
 pub mod modes;
 pub mod report;
 pub mod rpc;
@@ -28,20 +29,41 @@ pub fn scratch() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// How the tasks are worked.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Driver {
+    /// The scripted reference solutions.
+    Scripted,
+    /// A real model through the Messages API; `only` narrows the tasks by id when not empty.
+    Live { api: live::Api, only: Vec<String> },
+}
+
 /// Runs every task in `tasks_dir` in both modes; `each` sees every finished row.
 pub fn run_suite(
     setup: Setup,
     tasks_dir: &Path,
+    driver: &Driver,
     mut each: impl FnMut(&report::Row),
 ) -> Result<(Report, Vec<TaskTranscripts>)> {
-    let tasks = task::load_all(tasks_dir)?;
+    let mut tasks = task::load_all(tasks_dir)?;
+    if let Driver::Live { only, .. } = driver {
+        if !only.is_empty() {
+            tasks.retain(|t| only.contains(&t.id));
+        }
+    }
     let suite = Suite::prepare(setup)?;
     let mut rows = Vec::new();
     let mut transcripts = Vec::new();
     for task in &tasks {
-        let mut code = suite.run_code(task).with_context(|| format!("task `{}` in code mode", task.id))?;
-        let mut direct =
-            suite.run_direct(task).with_context(|| format!("task `{}` with direct tools", task.id))?;
+        let (code, direct) = match driver {
+            Driver::Scripted => (suite.run_code(task), suite.run_direct(task)),
+            Driver::Live { api, .. } => {
+                (live::run(&suite, api, task, true), live::run(&suite, api, task, false))
+            }
+        };
+        let mut code = code.with_context(|| format!("task `{}` in code mode", task.id))?;
+        let mut direct = direct.with_context(|| format!("task `{}` with direct tools", task.id))?;
         if suite.vacuous(task)? {
             for outcome in [&mut code, &mut direct] {
                 outcome.success = false;

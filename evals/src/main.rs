@@ -2,13 +2,16 @@
 //!
 //! `cargo xtask evals` builds the hub and runs this. Options: `--out <dir>` (default
 //! `evals/results`), `--transcripts` (also write every message read, under `<out>/transcripts`),
-//! `--live` (drive a real model; needs `ANTHROPIC_API_KEY`).
+//! `--live` (drive a real model through the Anthropic Messages API; needs `ANTHROPIC_API_KEY`,
+//! reads `ANTHROPIC_BASE_URL` and `EVALS_MODEL`; writes under `<out>/live`), `--task <id>`
+//! (live only, repeatable: just these tasks).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use capabilities_evals::{Setup, repo, run_suite, scratch};
+use capabilities_evals::live::Api;
+use capabilities_evals::{Driver, Setup, repo, run_suite, scratch};
 
 fn main() -> ExitCode {
     match run() {
@@ -24,24 +27,29 @@ fn main() -> ExitCode {
 fn run() -> Result<bool> {
     let mut out = repo().join("evals/results");
     let mut transcripts = false;
+    let mut live = false;
+    let mut only = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--out" => out = PathBuf::from(args.next().context("--out takes a directory")?),
             "--transcripts" => transcripts = true,
-            "--live" => {
-                if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
-                    bail!(
-                        "--live drives a real model and needs ANTHROPIC_API_KEY in the environment; the offline suite runs without it"
-                    );
-                }
-                bail!(
-                    "--live is not built yet: the offline suite (without --live) is the one that runs today"
-                );
+            "--live" => live = true,
+            "--task" => only.push(args.next().context("--task takes a task id")?),
+            other => {
+                bail!("unknown argument `{other}`; use --out <dir>, --transcripts, --live or --task <id>")
             }
-            other => bail!("unknown argument `{other}`; use --out <dir>, --transcripts or --live"),
         }
     }
+    let driver = if live {
+        // Live results go beside the committed scripted report, never over it.
+        if out == repo().join("evals/results") {
+            out = out.join("live");
+        }
+        Driver::Live { api: Api::from_env()?, only }
+    } else {
+        Driver::Scripted
+    };
     let bin = match std::env::var_os("CAPABILITIES_BIN") {
         Some(path) => PathBuf::from(path),
         None => std::env::current_exe()?.with_file_name("capabilities"),
@@ -51,7 +59,7 @@ fn run() -> Result<bool> {
     }
     let work = scratch()?;
     let setup = Setup { repo: repo(), bin, work: work.clone() };
-    let result = run_suite(setup, &repo().join("evals/tasks"), |row| {
+    let result = run_suite(setup, &repo().join("evals/tasks"), &driver, |row| {
         eprintln!(
             "evals: {:<40} code {:>3} {:>7}  direct {:>3} {:>7}  {:>5}%",
             row.id,

@@ -41,7 +41,7 @@ pub struct Message {
 }
 
 impl Message {
-    fn new(role: &'static str, text: String) -> Message {
+    pub(crate) fn new(role: &'static str, text: String) -> Message {
         Message { role, tokens: tokens::count(&text), text }
     }
 }
@@ -85,7 +85,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn new(
+    pub(crate) fn new(
         transcript: Transcript,
         mut failures: Vec<String>,
         states: &BTreeMap<String, Value>,
@@ -113,8 +113,8 @@ impl Outcome {
 pub struct Suite {
     setup: Setup,
     seeds: PathBuf,
-    code_state: PathBuf,
-    direct_state: PathBuf,
+    pub(crate) code_state: PathBuf,
+    pub(crate) direct_state: PathBuf,
     home: PathBuf,
     /// Instructions and tools of `hub serve`, as the model reads them.
     pub surface_text: String,
@@ -123,6 +123,11 @@ pub struct Suite {
     pub direct_text: String,
     pub direct_tokens: usize,
     pub direct_tool_count: usize,
+    /// The same, as data for a model API: the hub's instructions and tools, and every fixture
+    /// tool.
+    pub instructions: String,
+    pub surface_tools: Vec<Value>,
+    pub direct_tools: Vec<Value>,
 }
 
 /// A tool definition as a model API receives it: name, description and input schema.
@@ -166,6 +171,9 @@ impl Suite {
             direct_tokens: tokens::count(&direct_text),
             direct_text,
             direct_tool_count: direct.len(),
+            instructions: String::new(),
+            surface_tools: Vec::new(),
+            direct_tools: direct,
             setup,
         };
         suite.reset(&suite.code_state)?;
@@ -188,7 +196,9 @@ impl Suite {
             .map(|t| model_tool(t["name"].as_str().unwrap_or_default(), t))
             .collect();
         let instructions = init["instructions"].as_str().unwrap_or_default();
-        suite.surface_text = format!("{instructions}\n{}", Value::Array(tools));
+        suite.surface_text = format!("{instructions}\n{}", Value::Array(tools.clone()));
+        suite.instructions = instructions.to_owned();
+        suite.surface_tools = tools;
         suite.surface_tokens = tokens::count(&suite.surface_text);
         Ok(suite)
     }
@@ -215,7 +225,7 @@ impl Suite {
         cmd
     }
 
-    fn hub(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn hub(&self, args: &[&str]) -> Result<String> {
         let out = self.command().arg("hub").args(args).output().context("running capabilities")?;
         if !out.status.success() {
             bail!(
@@ -228,13 +238,13 @@ impl Suite {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    fn serve(&self) -> Result<(Peer, Value)> {
+    pub(crate) fn serve(&self) -> Result<(Peer, Value)> {
         let mut cmd = self.command();
         cmd.args(["hub", "serve", "--stdio"]);
         Peer::start("capabilities hub serve", cmd)
     }
 
-    fn reset(&self, state: &Path) -> Result<()> {
+    pub(crate) fn reset(&self, state: &Path) -> Result<()> {
         for source in SOURCES {
             let name = format!("{source}.json");
             std::fs::copy(self.seeds.join(&name), state.join(&name))
@@ -243,7 +253,7 @@ impl Suite {
         Ok(())
     }
 
-    fn states(&self, dir: &Path) -> Result<BTreeMap<String, Value>> {
+    pub(crate) fn states(&self, dir: &Path) -> Result<BTreeMap<String, Value>> {
         let mut states = BTreeMap::new();
         for source in SOURCES {
             let path = dir.join(format!("{source}.json"));
@@ -307,6 +317,17 @@ impl Suite {
         Ok(Outcome::new(transcript, failures, &self.states(&self.code_state)?, task))
     }
 
+    /// A fixture server started directly, on the direct-tools state.
+    pub(crate) fn fixture(&self, source: &str) -> Result<Peer> {
+        if !SOURCES.contains(&source) {
+            bail!("there is no fixture source `{source}`");
+        }
+        let mut cmd = Command::new("node");
+        cmd.arg(self.setup.repo.join(format!("evals/fixtures/servers/{source}.mjs")))
+            .env("FIXTURE_STATE", self.direct_state.join(format!("{source}.json")));
+        Ok(Peer::start(source, cmd)?.0)
+    }
+
     /// The task with direct tools: each call straight to its fixture server.
     pub fn run_direct(&self, task: &Task) -> Result<Outcome> {
         self.reset(&self.direct_state)?;
@@ -318,10 +339,7 @@ impl Suite {
                 bail!("task `{}`: direct call `{}` is not <source>__<tool>", task.id, call.call);
             };
             if !peers.contains_key(source) {
-                let mut cmd = Command::new("node");
-                cmd.arg(self.setup.repo.join(format!("evals/fixtures/servers/{source}.mjs")))
-                    .env("FIXTURE_STATE", self.direct_state.join(format!("{source}.json")));
-                peers.insert(source.to_owned(), Peer::start(source, cmd)?.0);
+                peers.insert(source.to_owned(), self.fixture(source)?);
             }
             let peer = peers.get_mut(source).context("started above")?;
             messages.push(Message::new(

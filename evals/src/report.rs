@@ -148,6 +148,21 @@ impl Report {
             "Fixed context: code mode **{}** tokens (instructions and three tools); direct tools **{}** tokens ({} tool definitions).\n\n",
             self.fixed_surface_tokens, self.direct_fixed_tokens, self.direct_tools
         ));
+        md.push_str(
+            "How it counts: a result is the text content the model reads (structured duplicates left out);\n",
+        );
+        md.push_str(
+            "a call is its name and input as JSON; no per-message overhead is added to either mode. Direct\n",
+        );
+        md.push_str(
+            "tools are named `<source>__<tool>`, one call per turn, every result kept in context. In code\n",
+        );
+        md.push_str(
+            "mode a write that needs a person pauses the run; the harness approves with `hub approve` as a\n",
+        );
+        md.push_str("person would and the model spends a turn resuming it, while a direct client's own\n");
+        md.push_str("confirmation costs the model nothing. Run ids and timings in results vary, so totals move by a\n");
+        md.push_str("few tokens between runs.\n\n");
         md.push_str("## Gates\n\n");
         for g in &self.gates {
             md.push_str(&format!("- {} **{}**: {}\n", if g.ok { "pass" } else { "FAIL" }, g.name, g.detail));

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use capabilities_evals::{Setup, repo, run_suite, scratch};
+use capabilities_evals::{Driver, Setup, repo, run_suite, scratch};
 
 fn hub_binary() -> PathBuf {
     let node = Command::new("node").arg("--version").output();
@@ -23,7 +23,7 @@ fn hub_binary() -> PathBuf {
 fn the_scripted_suite_holds_the_gates() {
     let work = scratch().unwrap();
     let setup = Setup { repo: repo(), bin: hub_binary(), work: work.clone() };
-    let result = run_suite(setup, &repo().join("evals/tasks"), |_| {});
+    let result = run_suite(setup, &repo().join("evals/tasks"), &Driver::Scripted, |_| {});
     let _ = std::fs::remove_dir_all(&work);
     let (report, _) = result.unwrap();
     let failed: Vec<String> =
