@@ -6,6 +6,7 @@ pub mod live;
 pub mod modes;
 pub mod report;
 pub mod rpc;
+pub mod scale;
 pub mod task;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +53,7 @@ pub fn run_suite(
             tasks.retain(|t| only.contains(&t.id));
         }
     }
+    let scale = scale::measure(&setup)?;
     let suite = Suite::prepare(setup)?;
     let mut rows = Vec::new();
     let mut transcripts = Vec::new();
@@ -87,7 +89,10 @@ pub fn run_suite(
         each(&row);
         rows.push(row);
     }
-    Ok((Report::new(suite.surface_tokens, suite.direct_tokens, suite.direct_tool_count, rows), transcripts))
+    Ok((
+        Report::new(suite.surface_tokens, suite.direct_tokens, suite.direct_tool_count, scale, rows),
+        transcripts,
+    ))
 }
 
 /// Everything the model read in one task, both modes.

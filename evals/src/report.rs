@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::modes::Outcome;
+use crate::scale::ScalePoint;
 use crate::task::Kind;
 
 /// The fixed surface may cost at most this many tokens.
@@ -47,6 +48,8 @@ pub struct Report {
     /// Every fixture tool definition, loaded up front in direct mode.
     pub direct_fixed_tokens: usize,
     pub direct_tools: usize,
+    /// The hub's fixed surface with recorded real tool lists at 100, 250 and 500 tools.
+    pub scale: Vec<ScalePoint>,
     pub tasks: Vec<Row>,
     pub totals: Totals,
     pub gates: Vec<Gate>,
@@ -65,6 +68,7 @@ impl Report {
         fixed_surface_tokens: usize,
         direct_fixed_tokens: usize,
         direct_tools: usize,
+        scale: Vec<ScalePoint>,
         tasks: Vec<Row>,
     ) -> Report {
         let sum = |multi_only: bool, code: bool| -> usize {
@@ -106,6 +110,15 @@ impl Report {
                 detail: format!("{fixed_surface_tokens} tokens, budget {SURFACE_BUDGET}"),
             },
             Gate {
+                name: "fixed surface at scale".into(),
+                ok: !scale.is_empty() && scale.iter().all(|p| p.hub_surface_tokens <= SURFACE_BUDGET),
+                detail: scale
+                    .iter()
+                    .map(|p| format!("{} tokens at {} tools", p.hub_surface_tokens, p.tools))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+            Gate {
                 name: "multi-step reduction".into(),
                 ok: totals.multi_step_reduction_pct >= MULTI_STEP_REDUCTION,
                 detail: format!(
@@ -123,7 +136,7 @@ impl Report {
                 },
             },
         ];
-        Report { fixed_surface_tokens, direct_fixed_tokens, direct_tools, tasks, totals, gates }
+        Report { fixed_surface_tokens, direct_fixed_tokens, direct_tools, scale, tasks, totals, gates }
     }
 
     pub fn passed(&self) -> bool {
@@ -166,6 +179,13 @@ impl Report {
         md.push_str("## Gates\n\n");
         for g in &self.gates {
             md.push_str(&format!("- {} **{}**: {}\n", if g.ok { "pass" } else { "FAIL" }, g.name, g.detail));
+        }
+        md.push_str("\n## Fixed surface as sources grow\n\nRecorded real tool lists (`core/tests/data/tools/`) added as sources.\n\n| tools | sources | hub surface | direct definitions |\n|---:|---:|---:|---:|\n");
+        for p in &self.scale {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                p.tools, p.sources, p.hub_surface_tokens, p.direct_tokens
+            ));
         }
         md.push_str("\n## Totals\n\n| | code mode | direct tools | reduction |\n|---|---:|---:|---:|\n");
         md.push_str(&format!(
