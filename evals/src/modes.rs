@@ -130,6 +130,32 @@ pub struct Suite {
     pub direct_tools: Vec<Value>,
 }
 
+/// The `namespace.tool` addresses a piece of code calls, for the fixture namespaces.
+pub fn addresses(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for source in SOURCES {
+        let needle = format!("{source}.");
+        let mut rest = code;
+        while let Some(at) = rest.find(&needle) {
+            let before = rest[..at].chars().next_back();
+            let after = &rest[at + needle.len()..];
+            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let called = after[name.len()..].starts_with('(');
+            if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                && called
+                && !name.is_empty()
+            {
+                let address = format!("{source}.{name}");
+                if !found.contains(&address) {
+                    found.push(address);
+                }
+            }
+            rest = &rest[at + needle.len()..];
+        }
+    }
+    found
+}
+
 /// A tool definition as a model API receives it: name, description and input schema.
 fn model_tool(name: &str, tool: &Value) -> Value {
     json!({"name": name, "description": tool["description"], "input_schema": tool["inputSchema"]})
@@ -276,6 +302,8 @@ impl Suite {
         let mut messages = Vec::new();
         let mut failures = Vec::new();
         let mut last_run: Option<String> = None;
+        // What search and describe have shown: a scripted model calls only tools it has seen.
+        let mut seen = String::new();
         for step in &task.code {
             match step {
                 CodeStep::Call { call, arguments } => {
@@ -297,6 +325,18 @@ impl Suite {
                         last_run = Some(run.to_owned());
                     }
                     let text = result_text(&result);
+                    if call == "search" || call == "describe" {
+                        seen.push_str(&text);
+                    }
+                    if let Some(code) = arguments["code"].as_str() {
+                        for address in addresses(code) {
+                            if !seen.contains(&format!("{address}(")) {
+                                failures.push(format!(
+                                    "the code calls {address} before search or describe showed it"
+                                ));
+                            }
+                        }
+                    }
                     if result["isError"] == json!(true) || structured["status"] == json!("failed") {
                         failures.push(format!("{call} failed: {text}"));
                     }
@@ -362,5 +402,16 @@ impl Suite {
             messages,
         };
         Ok(Outcome::new(transcript, failures, &self.states(&self.direct_state)?, task))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_the_fixture_calls_in_code() {
+        let code = "const r = await tracker.listIssues({}); await chat.postMessage({}); x.tracker.nope(); tracker.listIssues; mytracker.foo()";
+        assert_eq!(addresses(code), ["tracker.listIssues", "chat.postMessage"]);
     }
 }

@@ -8,6 +8,8 @@ use crate::task::Kind;
 
 /// The fixed surface may cost at most this many tokens.
 pub const SURFACE_BUDGET: usize = 1_500;
+/// Code mode's success rate may trail direct tools' by at most this many points.
+pub const SUCCESS_GAP_POINTS: f64 = 2.0;
 /// Code mode must read at least this share fewer input tokens on multi-step tasks, overall.
 pub const MULTI_STEP_REDUCTION: f64 = 40.0;
 
@@ -61,6 +63,10 @@ pub fn reduction(code: usize, direct: usize) -> f64 {
     }
     let pct = 100.0 * (direct as f64 - code as f64) / direct as f64;
     (pct * 10.0).round() / 10.0
+}
+
+fn rate(successes: usize, tasks: usize) -> f64 {
+    if tasks == 0 { 0.0 } else { 100.0 * successes as f64 / tasks as f64 }
 }
 
 impl Report {
@@ -124,6 +130,16 @@ impl Report {
                 detail: format!(
                     "{}% fewer input tokens over {} multi-step tasks, needs {MULTI_STEP_REDUCTION}%",
                     totals.multi_step_reduction_pct, totals.multi_step_tasks
+                ),
+            },
+            Gate {
+                name: "success no worse than direct".into(),
+                ok: rate(totals.code_successes, totals.tasks) + SUCCESS_GAP_POINTS
+                    >= rate(totals.direct_successes, totals.tasks),
+                detail: format!(
+                    "code mode {:.1}%, direct tools {:.1}%, allowed gap {SUCCESS_GAP_POINTS} points",
+                    rate(totals.code_successes, totals.tasks),
+                    rate(totals.direct_successes, totals.tasks)
                 ),
             },
             Gate {
