@@ -42,3 +42,10 @@ fn the_scripted_suite_holds_the_gates() {
         );
     }
 }
+
+#[test]
+fn the_task_files_are_what_the_seeds_give() {
+    let out =
+        Command::new("node").arg(repo().join("evals/fixtures/tasks.mjs")).arg("--check").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
