@@ -21,6 +21,9 @@ commands:
            measure `hub serve --stdio` (release build): start to initialize and tools/list,
            idle memory, and execute of one call against the same call made directly
   wasm     build capabilities-core for wasm32-unknown-unknown
+  evals [--live]
+           run the scripted eval suite (code mode against direct tools) and write
+           evals/results/report.md and report.json; fails when a gate regresses
 ";
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn run() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("wasm") => wasm(),
+        Some("evals") => evals(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             eprint!("{HELP}");
             Ok(())
@@ -106,6 +110,13 @@ fn bench_serve(rounds: &str) -> Result<()> {
     let mut node = Command::new("node");
     node.arg("local/benches/serve.mjs").arg(target.join("release/capabilities")).arg(rounds);
     step("bench-serve", node)
+}
+
+fn evals(extra: &[String]) -> Result<()> {
+    step("build the hub", cargo(&["build", "--locked", "-p", "capabilities"]))?;
+    let mut cmd = cargo(&["run", "--locked", "-q", "-p", "capabilities-evals", "--bin", "evals", "--"]);
+    cmd.args(extra);
+    step("evals", cmd)
 }
 
 fn cargo(args: &[&str]) -> Command {

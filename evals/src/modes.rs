@@ -1,0 +1,417 @@
+//! Runs a task both ways and records what the model would read: code mode through the real hub
+//! (`hub serve --stdio`, sources added with `hub add --yes`), direct tools against the fixture
+//! servers themselves with every tool definition loaded up front.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use capabilities_core::tokens;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::check;
+use crate::rpc::{Peer, result_text};
+use crate::task::{CodeStep, Task};
+
+/// The fixture sources, in the order they are added to the hub.
+pub const SOURCES: [&str; 5] = ["tracker", "chat", "calendar", "docs", "crm"];
+
+/// Writes the person's standing policy: everyday writes to the tracker, chat and docs run
+/// without asking; calendar and CRM writes, and anything destructive, ask.
+const ALLOWED_SOURCES: [&str; 3] = ["tracker", "chat", "docs"];
+const ASKING_TOOLS: [&str; 4] =
+    ["tracker.deleteIssue", "chat.deleteMessage", "chat.archiveChannel", "docs.deleteDocument"];
+
+/// Where things are: the repository, the `capabilities` binary and a scratch directory.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub repo: PathBuf,
+    pub bin: PathBuf,
+    pub work: PathBuf,
+}
+
+/// One message the model reads, with its token count.
+#[derive(Debug, Clone, Serialize)]
+pub struct Message {
+    pub role: &'static str,
+    pub text: String,
+    pub tokens: usize,
+}
+
+impl Message {
+    pub(crate) fn new(role: &'static str, text: String) -> Message {
+        Message { role, tokens: tokens::count(&text), text }
+    }
+}
+
+/// A conversation: fixed context (tool definitions and instructions), the prompt, then
+/// alternating calls and results.
+#[derive(Debug, Clone, Serialize)]
+pub struct Transcript {
+    pub fixed_tokens: usize,
+    pub prompt_tokens: usize,
+    pub messages: Vec<Message>,
+}
+
+impl Transcript {
+    /// Input tokens of each model turn: turn k reads the fixed context, the prompt and every
+    /// message before its own call; the last turn reads everything and answers.
+    pub fn turn_inputs(&self) -> Vec<usize> {
+        let mut inputs = Vec::new();
+        let mut context = self.fixed_tokens + self.prompt_tokens;
+        for message in &self.messages {
+            if message.role == "assistant" {
+                inputs.push(context);
+            }
+            context += message.tokens;
+        }
+        inputs.push(context);
+        inputs
+    }
+}
+
+/// How one mode did on one task.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub success: bool,
+    pub failures: Vec<String>,
+    pub turns: usize,
+    pub input_tokens: usize,
+    pub per_turn: Vec<usize>,
+    #[serde(skip)]
+    pub transcript: Transcript,
+}
+
+impl Outcome {
+    pub(crate) fn new(
+        transcript: Transcript,
+        mut failures: Vec<String>,
+        states: &BTreeMap<String, Value>,
+        task: &Task,
+    ) -> Outcome {
+        for c in &task.check {
+            match states.get(&c.source) {
+                Some(state) => failures.extend(check::failure(c, state)),
+                None => failures.push(format!("no final state for {}", c.source)),
+            }
+        }
+        let per_turn = transcript.turn_inputs();
+        Outcome {
+            success: failures.is_empty(),
+            failures,
+            turns: per_turn.len(),
+            input_tokens: per_turn.iter().sum(),
+            per_turn,
+            transcript,
+        }
+    }
+}
+
+/// The prepared fixtures and hub, shared by every task.
+pub struct Suite {
+    setup: Setup,
+    seeds: PathBuf,
+    pub(crate) code_state: PathBuf,
+    pub(crate) direct_state: PathBuf,
+    home: PathBuf,
+    /// Instructions and tools of `hub serve`, as the model reads them.
+    pub surface_text: String,
+    pub surface_tokens: usize,
+    /// Every fixture tool definition, as a client loading them all would present them.
+    pub direct_text: String,
+    pub direct_tokens: usize,
+    pub direct_tool_count: usize,
+    /// The same, as data for a model API: the hub's instructions and tools, and every fixture
+    /// tool.
+    pub instructions: String,
+    pub surface_tools: Vec<Value>,
+    pub direct_tools: Vec<Value>,
+}
+
+/// The `namespace.tool` addresses a piece of code calls, for the fixture namespaces.
+pub fn addresses(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for source in SOURCES {
+        let needle = format!("{source}.");
+        let mut rest = code;
+        while let Some(at) = rest.find(&needle) {
+            let before = rest[..at].chars().next_back();
+            let after = &rest[at + needle.len()..];
+            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let called = after[name.len()..].starts_with('(');
+            if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                && called
+                && !name.is_empty()
+            {
+                let address = format!("{source}.{name}");
+                if !found.contains(&address) {
+                    found.push(address);
+                }
+            }
+            rest = &rest[at + needle.len()..];
+        }
+    }
+    found
+}
+
+/// A tool definition as a model API receives it: name, description and input schema.
+fn model_tool(name: &str, tool: &Value) -> Value {
+    json!({"name": name, "description": tool["description"], "input_schema": tool["inputSchema"]})
+}
+
+impl Suite {
+    pub fn prepare(setup: Setup) -> Result<Suite> {
+        let seeds = setup.work.join("seeds");
+        let code_state = setup.work.join("code-state");
+        let direct_state = setup.work.join("direct-state");
+        let home = setup.work.join("hub");
+        for dir in [&seeds, &code_state, &direct_state] {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let out = Command::new("node")
+            .arg(setup.repo.join("evals/fixtures/seed.mjs"))
+            .arg(&seeds)
+            .output()
+            .context("running node: install Node.js 20 or later")?;
+        if !out.status.success() {
+            bail!("seeding the fixtures failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let all: Value = serde_json::from_slice(&out.stdout).context("seed.mjs prints the tool lists")?;
+        let mut direct = Vec::new();
+        for source in SOURCES {
+            for tool in all[source].as_array().into_iter().flatten() {
+                let name = format!("{source}__{}", tool["name"].as_str().unwrap_or_default());
+                direct.push(model_tool(&name, tool));
+            }
+        }
+        let direct_text = Value::Array(direct.clone()).to_string();
+        let mut suite = Suite {
+            seeds,
+            code_state,
+            direct_state,
+            home,
+            surface_text: String::new(),
+            surface_tokens: 0,
+            direct_tokens: tokens::count(&direct_text),
+            direct_text,
+            direct_tool_count: direct.len(),
+            instructions: String::new(),
+            surface_tools: Vec::new(),
+            direct_tools: direct,
+            setup,
+        };
+        suite.reset(&suite.code_state)?;
+        for source in SOURCES {
+            let state = suite.code_state.join(format!("{source}.json"));
+            let server = suite.setup.repo.join(format!("evals/fixtures/servers/{source}.mjs"));
+            let env = format!("FIXTURE_STATE={}", state.display());
+            let server = server.to_str().context("the repository path is UTF-8")?;
+            suite.hub(&["add", "--yes", "--namespace", source, "--env", &env, "--", "node", server])?;
+        }
+        suite.write_policy()?;
+        let (serve, init) = suite.serve()?;
+        let mut serve = serve;
+        let listed = serve.request("tools/list", json!({}))?;
+        serve.stop();
+        let tools: Vec<Value> = listed["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| model_tool(t["name"].as_str().unwrap_or_default(), t))
+            .collect();
+        let instructions = init["instructions"].as_str().unwrap_or_default();
+        suite.surface_text = format!("{instructions}\n{}", Value::Array(tools.clone()));
+        suite.instructions = instructions.to_owned();
+        suite.surface_tools = tools;
+        suite.surface_tokens = tokens::count(&suite.surface_text);
+        Ok(suite)
+    }
+
+    fn write_policy(&self) -> Result<()> {
+        let path = self.home.join("policies/policy.json");
+        let mut policy: Value =
+            serde_json::from_slice(&std::fs::read(&path).context("hub add wrote the policy")?)?;
+        let mut rules: Vec<Value> =
+            ALLOWED_SOURCES.iter().map(|s| json!({"source": s, "effect": "allow"})).collect();
+        rules.extend(ASKING_TOOLS.iter().map(|t| json!({"tool": t, "effect": "ask"})));
+        policy["rules"] = Value::Array(rules);
+        std::fs::write(&path, serde_json::to_vec_pretty(&policy)?)?;
+        Ok(())
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.setup.bin);
+        cmd.env("CAPABILITIES_HOME", &self.home)
+            .env("CAPABILITIES_KEYCHAIN", "file")
+            .env("NO_COLOR", "1")
+            // The approval page must not open anywhere: in the evals a person answers on the CLI.
+            .env("BROWSER", "true");
+        cmd
+    }
+
+    pub(crate) fn hub(&self, args: &[&str]) -> Result<String> {
+        let out = self.command().arg("hub").args(args).output().context("running capabilities")?;
+        if !out.status.success() {
+            bail!(
+                "`capabilities hub {}` failed: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    pub(crate) fn serve(&self) -> Result<(Peer, Value)> {
+        let mut cmd = self.command();
+        cmd.args(["hub", "serve", "--stdio"]);
+        Peer::start("capabilities hub serve", cmd)
+    }
+
+    pub(crate) fn reset(&self, state: &Path) -> Result<()> {
+        for source in SOURCES {
+            let name = format!("{source}.json");
+            std::fs::copy(self.seeds.join(&name), state.join(&name))
+                .with_context(|| format!("resetting {source}'s state"))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn states(&self, dir: &Path) -> Result<BTreeMap<String, Value>> {
+        let mut states = BTreeMap::new();
+        for source in SOURCES {
+            let path = dir.join(format!("{source}.json"));
+            let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            states.insert(source.to_owned(), serde_json::from_slice(&text)?);
+        }
+        Ok(states)
+    }
+
+    /// True when every check already holds on the seeded state: such a task proves nothing.
+    pub fn vacuous(&self, task: &Task) -> Result<bool> {
+        let seeds = self.states(&self.seeds)?;
+        Ok(task.check.iter().all(|c| seeds.get(&c.source).is_some_and(|s| check::failure(c, s).is_none())))
+    }
+
+    /// The task in code mode, through the hub.
+    pub fn run_code(&self, task: &Task) -> Result<Outcome> {
+        self.reset(&self.code_state)?;
+        let (mut serve, _) = self.serve()?;
+        let mut messages = Vec::new();
+        let mut failures = Vec::new();
+        let mut last_run: Option<String> = None;
+        // What search and describe have shown: a scripted model calls only tools it has seen.
+        let mut seen = String::new();
+        for step in &task.code {
+            match step {
+                CodeStep::Call { call, arguments } => {
+                    let text = arguments.to_string();
+                    let arguments: Value = match &last_run {
+                        Some(run) => {
+                            serde_json::from_str(&text.replace("\"$run\"", &json!(run).to_string()))?
+                        }
+                        None => arguments.clone(),
+                    };
+                    messages.push(Message::new(
+                        "assistant",
+                        json!({"name": call, "input": arguments}).to_string(),
+                    ));
+                    let result =
+                        serve.request("tools/call", json!({"name": call, "arguments": arguments}))?;
+                    let structured = &result["structuredContent"];
+                    if let Some(run) = structured["runId"].as_str() {
+                        last_run = Some(run.to_owned());
+                    }
+                    let text = result_text(&result);
+                    if call == "search" || call == "describe" {
+                        seen.push_str(&text);
+                    }
+                    if let Some(code) = arguments["code"].as_str() {
+                        for address in addresses(code) {
+                            if !seen.contains(&format!("{address}(")) {
+                                failures.push(format!(
+                                    "the code calls {address} before search or describe showed it"
+                                ));
+                            }
+                        }
+                    }
+                    if result["isError"] == json!(true) || structured["status"] == json!("failed") {
+                        failures.push(format!("{call} failed: {text}"));
+                    }
+                    messages.push(Message::new("tool", text));
+                }
+                CodeStep::Approve { approve } => {
+                    let run = last_run.as_deref().context("an approval step needs an earlier run")?;
+                    self.hub(&["approve", run, "--choice", approve])?;
+                }
+            }
+        }
+        serve.stop();
+        let transcript = Transcript {
+            fixed_tokens: self.surface_tokens,
+            prompt_tokens: tokens::count(&task.prompt),
+            messages,
+        };
+        Ok(Outcome::new(transcript, failures, &self.states(&self.code_state)?, task))
+    }
+
+    /// A fixture server started directly, on the direct-tools state.
+    pub(crate) fn fixture(&self, source: &str) -> Result<Peer> {
+        if !SOURCES.contains(&source) {
+            bail!("there is no fixture source `{source}`");
+        }
+        let mut cmd = Command::new("node");
+        cmd.arg(self.setup.repo.join(format!("evals/fixtures/servers/{source}.mjs")))
+            .env("FIXTURE_STATE", self.direct_state.join(format!("{source}.json")));
+        Ok(Peer::start(source, cmd)?.0)
+    }
+
+    /// The task with direct tools: each call straight to its fixture server.
+    pub fn run_direct(&self, task: &Task) -> Result<Outcome> {
+        self.reset(&self.direct_state)?;
+        let mut peers: BTreeMap<String, Peer> = BTreeMap::new();
+        let mut messages = Vec::new();
+        let mut failures = Vec::new();
+        for call in &task.direct {
+            let Some((source, tool)) = call.call.split_once("__") else {
+                bail!("task `{}`: direct call `{}` is not <source>__<tool>", task.id, call.call);
+            };
+            if !peers.contains_key(source) {
+                peers.insert(source.to_owned(), self.fixture(source)?);
+            }
+            let peer = peers.get_mut(source).context("started above")?;
+            messages.push(Message::new(
+                "assistant",
+                json!({"name": call.call, "input": call.arguments}).to_string(),
+            ));
+            let result = peer.request("tools/call", json!({"name": tool, "arguments": call.arguments}))?;
+            let text = result_text(&result);
+            if result["isError"] == json!(true) {
+                failures.push(format!("{} failed: {text}", call.call));
+            }
+            messages.push(Message::new("tool", text));
+        }
+        for (_, peer) in peers {
+            peer.stop();
+        }
+        let transcript = Transcript {
+            fixed_tokens: self.direct_tokens,
+            prompt_tokens: tokens::count(&task.prompt),
+            messages,
+        };
+        Ok(Outcome::new(transcript, failures, &self.states(&self.direct_state)?, task))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_the_fixture_calls_in_code() {
+        let code = "const r = await tracker.listIssues({}); await chat.postMessage({}); x.tracker.nope(); tracker.listIssues; mytracker.foo()";
+        assert_eq!(addresses(code), ["tracker.listIssues", "chat.postMessage"]);
+    }
+}

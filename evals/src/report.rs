@@ -1,0 +1,243 @@
+//! The report: a row per task with success and input tokens per mode, totals, and the gates.
+
+use serde::Serialize;
+
+use crate::modes::Outcome;
+use crate::scale::ScalePoint;
+use crate::task::Kind;
+
+/// The fixed surface may cost at most this many tokens.
+pub const SURFACE_BUDGET: usize = 1_500;
+/// Code mode's success rate may trail direct tools' by at most this many points.
+pub const SUCCESS_GAP_POINTS: f64 = 2.0;
+/// Code mode must read at least this share fewer input tokens on multi-step tasks, overall.
+pub const MULTI_STEP_REDUCTION: f64 = 40.0;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub id: String,
+    pub kind: Kind,
+    pub code: Outcome,
+    pub direct: Outcome,
+    pub reduction_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub tasks: usize,
+    pub multi_step_tasks: usize,
+    pub code_successes: usize,
+    pub direct_successes: usize,
+    pub code_input_tokens: usize,
+    pub direct_input_tokens: usize,
+    pub reduction_pct: f64,
+    pub code_multi_step_tokens: usize,
+    pub direct_multi_step_tokens: usize,
+    pub multi_step_reduction_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// `hub serve`'s instructions and three tool definitions.
+    pub fixed_surface_tokens: usize,
+    /// Every fixture tool definition, loaded up front in direct mode.
+    pub direct_fixed_tokens: usize,
+    pub direct_tools: usize,
+    /// The hub's fixed surface with recorded real tool lists at 100, 250 and 500 tools.
+    pub scale: Vec<ScalePoint>,
+    pub tasks: Vec<Row>,
+    pub totals: Totals,
+    pub gates: Vec<Gate>,
+}
+
+pub fn reduction(code: usize, direct: usize) -> f64 {
+    if direct == 0 {
+        return 0.0;
+    }
+    let pct = 100.0 * (direct as f64 - code as f64) / direct as f64;
+    (pct * 10.0).round() / 10.0
+}
+
+fn rate(successes: usize, tasks: usize) -> f64 {
+    if tasks == 0 { 0.0 } else { 100.0 * successes as f64 / tasks as f64 }
+}
+
+impl Report {
+    pub fn new(
+        fixed_surface_tokens: usize,
+        direct_fixed_tokens: usize,
+        direct_tools: usize,
+        scale: Vec<ScalePoint>,
+        tasks: Vec<Row>,
+    ) -> Report {
+        let sum = |multi_only: bool, code: bool| -> usize {
+            tasks
+                .iter()
+                .filter(|r| !multi_only || r.kind.is_multi_step())
+                .map(|r| if code { r.code.input_tokens } else { r.direct.input_tokens })
+                .sum()
+        };
+        let totals = Totals {
+            tasks: tasks.len(),
+            multi_step_tasks: tasks.iter().filter(|r| r.kind.is_multi_step()).count(),
+            code_successes: tasks.iter().filter(|r| r.code.success).count(),
+            direct_successes: tasks.iter().filter(|r| r.direct.success).count(),
+            code_input_tokens: sum(false, true),
+            direct_input_tokens: sum(false, false),
+            reduction_pct: reduction(sum(false, true), sum(false, false)),
+            code_multi_step_tokens: sum(true, true),
+            direct_multi_step_tokens: sum(true, false),
+            multi_step_reduction_pct: reduction(sum(true, true), sum(true, false)),
+        };
+        let failed: Vec<String> = tasks
+            .iter()
+            .flat_map(|r| {
+                let mut f = Vec::new();
+                if !r.code.success {
+                    f.push(format!("{} (code)", r.id));
+                }
+                if !r.direct.success {
+                    f.push(format!("{} (direct)", r.id));
+                }
+                f
+            })
+            .collect();
+        let gates = vec![
+            Gate {
+                name: "fixed surface".into(),
+                ok: fixed_surface_tokens <= SURFACE_BUDGET,
+                detail: format!("{fixed_surface_tokens} tokens, budget {SURFACE_BUDGET}"),
+            },
+            Gate {
+                name: "fixed surface at scale".into(),
+                ok: !scale.is_empty() && scale.iter().all(|p| p.hub_surface_tokens <= SURFACE_BUDGET),
+                detail: scale
+                    .iter()
+                    .map(|p| format!("{} tokens at {} tools", p.hub_surface_tokens, p.tools))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+            Gate {
+                name: "multi-step reduction".into(),
+                ok: totals.multi_step_reduction_pct >= MULTI_STEP_REDUCTION,
+                detail: format!(
+                    "{}% fewer input tokens over {} multi-step tasks, needs {MULTI_STEP_REDUCTION}%",
+                    totals.multi_step_reduction_pct, totals.multi_step_tasks
+                ),
+            },
+            Gate {
+                name: "success no worse than direct".into(),
+                ok: rate(totals.code_successes, totals.tasks) + SUCCESS_GAP_POINTS
+                    >= rate(totals.direct_successes, totals.tasks),
+                detail: format!(
+                    "code mode {:.1}%, direct tools {:.1}%, allowed gap {SUCCESS_GAP_POINTS} points",
+                    rate(totals.code_successes, totals.tasks),
+                    rate(totals.direct_successes, totals.tasks)
+                ),
+            },
+            Gate {
+                name: "scripted tasks succeed".into(),
+                ok: failed.is_empty(),
+                detail: if failed.is_empty() {
+                    format!("all {} tasks in both modes", tasks.len())
+                } else {
+                    format!("failed: {}", failed.join(", "))
+                },
+            },
+        ];
+        Report { fixed_surface_tokens, direct_fixed_tokens, direct_tools, scale, tasks, totals, gates }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.gates.iter().all(|g| g.ok)
+    }
+
+    pub fn markdown(&self) -> String {
+        let t = &self.totals;
+        let mut md = String::new();
+        md.push_str("# Evals: code mode against direct tools\n\n");
+        md.push_str(
+            "Written by `cargo xtask evals` from the scripted reference solutions in `evals/tasks/`, run\n",
+        );
+        md.push_str(
+            "against the real hub (`hub serve --stdio`) and the fixture servers in `evals/fixtures/`.\n",
+        );
+        md.push_str(
+            "Input tokens (o200k) are summed over every model turn; each turn reads the fixed context,\n",
+        );
+        md.push_str("the prompt and all earlier calls and results.\n\n");
+        md.push_str(&format!(
+            "Fixed context: code mode **{}** tokens (instructions and three tools); direct tools **{}** tokens ({} tool definitions).\n\n",
+            self.fixed_surface_tokens, self.direct_fixed_tokens, self.direct_tools
+        ));
+        md.push_str(
+            "How it counts: a result is the text content the model reads (structured duplicates left out);\n",
+        );
+        md.push_str(
+            "a call is its name and input as JSON; no per-message overhead is added to either mode. Direct\n",
+        );
+        md.push_str(
+            "tools are named `<source>__<tool>`, one call per turn, every result kept in context. In code\n",
+        );
+        md.push_str(
+            "mode a write that needs a person pauses the run; the harness approves with `hub approve` as a\n",
+        );
+        md.push_str("person would and the model spends a turn resuming it, while a direct client's own\n");
+        md.push_str("confirmation costs the model nothing. Run ids and timings in results vary, so totals move by a\n");
+        md.push_str("few tokens between runs.\n\n");
+        md.push_str("## Gates\n\n");
+        for g in &self.gates {
+            md.push_str(&format!("- {} **{}**: {}\n", if g.ok { "pass" } else { "FAIL" }, g.name, g.detail));
+        }
+        md.push_str("\n## Fixed surface as sources grow\n\nRecorded real tool lists (`core/tests/data/tools/`) added as sources.\n\n| tools | sources | hub surface | direct definitions |\n|---:|---:|---:|---:|\n");
+        for p in &self.scale {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                p.tools, p.sources, p.hub_surface_tokens, p.direct_tokens
+            ));
+        }
+        md.push_str("\n## Totals\n\n| | code mode | direct tools | reduction |\n|---|---:|---:|---:|\n");
+        md.push_str(&format!(
+            "| success | {}/{} | {}/{} | |\n",
+            t.code_successes, t.tasks, t.direct_successes, t.tasks
+        ));
+        md.push_str(&format!(
+            "| input tokens, all tasks | {} | {} | {}% |\n",
+            t.code_input_tokens, t.direct_input_tokens, t.reduction_pct
+        ));
+        md.push_str(&format!(
+            "| input tokens, {} multi-step tasks | {} | {} | {}% |\n",
+            t.multi_step_tasks,
+            t.code_multi_step_tokens,
+            t.direct_multi_step_tokens,
+            t.multi_step_reduction_pct
+        ));
+        md.push_str("\n## Tasks\n\n| task | kind | code ok | direct ok | code turns | direct turns | code tokens | direct tokens | reduction |\n|---|---|---|---|---:|---:|---:|---:|---:|\n");
+        for r in &self.tasks {
+            let kind = serde_json::to_value(r.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {}% |\n",
+                r.id,
+                kind,
+                if r.code.success { "yes" } else { "no" },
+                if r.direct.success { "yes" } else { "no" },
+                r.code.turns,
+                r.direct.turns,
+                r.code.input_tokens,
+                r.direct.input_tokens,
+                r.reduction_pct
+            ));
+        }
+        md
+    }
+}

@@ -1,0 +1,51 @@
+//! The offline evals as a test: runs every scripted task in both modes against the real hub
+//! and the fixture servers, and holds the gates (fixed surface, multi-step reduction, success).
+//!
+//! Needs Node.js on PATH and the `capabilities` binary built beside this test
+//! (`cargo nextest run --workspace` builds it; alone: `cargo build -p capabilities`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use capabilities_evals::{Driver, Setup, repo, run_suite, scratch};
+
+fn hub_binary() -> PathBuf {
+    let node = Command::new("node").arg("--version").output();
+    assert!(node.is_ok_and(|o| o.status.success()), "`node` is not on PATH: install Node.js 20 or later");
+    let exe = std::env::current_exe().unwrap();
+    // target/debug/deps/gates-… → target/debug/capabilities
+    let bin = exe.parent().and_then(|deps| deps.parent()).unwrap().join("capabilities");
+    assert!(bin.exists(), "{} is missing: run `cargo build -p capabilities` first", bin.display());
+    bin
+}
+
+#[test]
+fn the_scripted_suite_holds_the_gates() {
+    let work = scratch().unwrap();
+    let setup = Setup { repo: repo(), bin: hub_binary(), work: work.clone() };
+    let result = run_suite(setup, &repo().join("evals/tasks"), &Driver::Scripted, |_| {});
+    let _ = std::fs::remove_dir_all(&work);
+    let (report, _) = result.unwrap();
+    let failed: Vec<String> =
+        report.gates.iter().filter(|g| !g.ok).map(|g| format!("{}: {}", g.name, g.detail)).collect();
+    let rows: Vec<String> = report
+        .tasks
+        .iter()
+        .flat_map(|r| r.code.failures.iter().chain(&r.direct.failures).map(move |f| format!("{}: {f}", r.id)))
+        .collect();
+    assert!(failed.is_empty(), "gates failed: {failed:#?}\n{rows:#?}");
+    assert!(report.tasks.len() >= 30, "the suite keeps at least 30 tasks");
+    for kind in ["single", "multi", "large", "approval"] {
+        assert!(
+            report.tasks.iter().any(|r| serde_json::to_value(r.kind).unwrap() == kind),
+            "the suite has {kind} tasks"
+        );
+    }
+}
+
+#[test]
+fn the_task_files_are_what_the_seeds_give() {
+    let out =
+        Command::new("node").arg(repo().join("evals/fixtures/tasks.mjs")).arg("--check").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
