@@ -91,8 +91,9 @@ impl Envelope {
                 summary: p.summary.clone(),
                 message: match p.kind {
                     PendingKind::Approval => format!(
-                        "needs a person's approval ({}). Tell the user; they can approve on the page the hub \
-                         opened or with `capabilities hub approve {}`. Then call execute with {{\"resume\": \"{}\"}}.",
+                        "needs a person's approval ({}). Tell the user; they can decide in the prompt or page \
+                         the hub gave them, or with `capabilities hub approve {}`. Then call execute with \
+                         {{\"resume\": \"{}\"}}.",
                         p.reason, run.id, run.id
                     ),
                     PendingKind::Connection => format!(

@@ -60,7 +60,7 @@ fn a_write_pauses_and_resume_before_a_decision_changes_nothing() {
               "kind": "approval",
               "address": "chat.post",
               "summary": "Posts a message to the team channel.",
-              "message": "needs a person's approval (writes need approval). Tell the user; they can approve on the page the hub opened or with `capabilities hub approve run_157d487cbd7c3199`. Then call execute with {\"resume\": \"run_157d487cbd7c3199\"}."
+              "message": "needs a person's approval (writes need approval). Tell the user; they can decide in the prompt or page the hub gave them, or with `capabilities hub approve run_157d487cbd7c3199`. Then call execute with {\"resume\": \"run_157d487cbd7c3199\"}."
             }
           ]
         }"#]]
