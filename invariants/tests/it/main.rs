@@ -1,0 +1,8 @@
+//! The invariant suite, one module per invariant; every case runs against each local target
+//! (`local_stdio` and `local_http` tests under the case's name).
+
+mod support;
+
+mod i1_secrets;
+mod i2_decisions;
+mod i8_configuration;
