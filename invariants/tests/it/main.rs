@@ -5,4 +5,7 @@ mod support;
 
 mod i1_secrets;
 mod i2_decisions;
+mod i3_authority;
+mod i4_network;
+mod i5_tenants;
 mod i8_configuration;
