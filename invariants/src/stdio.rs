@@ -118,6 +118,10 @@ impl Target for LocalStdio {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -33,6 +33,9 @@ pub trait Target {
     /// Everything the serving process wrote on stderr so far.
     fn stderr(&self) -> String;
 
+    /// The serving process's id (to kill it from another thread mid-call).
+    fn pid(&self) -> u32;
+
     /// Kills the serving process with SIGKILL, without waiting for anything to finish.
     fn kill(&mut self);
 

@@ -8,5 +8,6 @@ mod i2_decisions;
 mod i3_authority;
 mod i4_network;
 mod i5_tenants;
+mod i6_resume;
 mod i7_budgets;
 mod i8_configuration;
