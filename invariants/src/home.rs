@@ -5,7 +5,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -69,8 +69,11 @@ impl Ran {
 /// A hub store of its own: `<dir>/hub` is CAPABILITIES_HOME, `<dir>/home` is HOME. Secrets go to
 /// the store's mode-600 file (no keychain is reachable), and `$BROWSER` writes the page address
 /// it is given to `<dir>/opened` instead of opening anything.
+/// Clones share the store (for several serving processes on one store); it is removed when the
+/// last clone is dropped.
+#[derive(Clone)]
 pub struct Home {
-    dir: tempfile::TempDir,
+    dir: Arc<tempfile::TempDir>,
     hub: PathBuf,
 }
 
@@ -90,7 +93,7 @@ impl Home {
         std::fs::write(&browser, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", opened.display())).unwrap();
         std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o700)).unwrap();
         let hub = dir.path().join("hub");
-        Home { dir, hub }
+        Home { dir: Arc::new(dir), hub }
     }
 
     /// CAPABILITIES_HOME.

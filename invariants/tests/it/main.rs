@@ -3,6 +3,7 @@
 
 mod support;
 
+mod concurrency;
 mod i1_secrets;
 mod i2_decisions;
 mod i3_authority;
