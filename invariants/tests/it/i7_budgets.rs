@@ -127,6 +127,25 @@ fn every_channel_is_capped(kind: Kind) {
         target.name()
     );
     cases += 2;
+
+    // An upstream that floods stderr and dies: the error carries a short tail.
+    std::fs::write(upstream.crash(), "").unwrap();
+    target.restart();
+    let crashed = target.call("execute", json!({"code": "return await up.env({name: 'HOME'})"}));
+    let said = text(&crashed);
+    assert_eq!(crashed["structuredContent"]["status"], json!("failed"), "{}: {said}", target.name());
+    let longest = said.split(|c| c != 'E').map(str::len).max().unwrap_or(0);
+    assert!(longest > 0, "{}: the error shows the stderr tail: {said}", target.name());
+    assert!(
+        longest <= 8 * 1024 && said.len() <= cap,
+        "{}: the stderr tail is {longest} bytes",
+        target.name()
+    );
+    let doctor = target.cli(&["doctor"], None);
+    let longest =
+        (doctor.stdout.clone() + &doctor.stderr).split(|c| c != 'E').map(str::len).max().unwrap_or(0);
+    assert!(longest <= 8 * 1024, "{}: doctor shows {longest} bytes of stderr", target.name());
+    cases += 2;
     eprintln!("I7 {}: {cases} channels", target.name());
 }
 on_each_target!(every_channel_is_capped);

@@ -86,6 +86,11 @@ impl Upstream {
         std::fs::write(&self.tools, serde_json::to_vec_pretty(tools).unwrap()).unwrap();
     }
 
+    /// While this file exists, the upstream floods stderr and exits at start.
+    pub fn crash(&self) -> PathBuf {
+        self.count.with_file_name("crash")
+    }
+
     /// The calls the upstream received, one `<tool> <key>` line each.
     pub fn calls(&self) -> Vec<String> {
         std::fs::read_to_string(&self.count).unwrap_or_default().lines().map(str::to_owned).collect()
@@ -101,6 +106,7 @@ pub fn upstream_hub(home: &Home) -> Upstream {
     let sdk = format!("MCP_SDK_DIR={}", sdk_dir().display());
     let tools = format!("UPSTREAM_TOOLS={}", upstream.tools.display());
     let count = format!("UPSTREAM_COUNT={}", upstream.count.display());
+    let crash = format!("UPSTREAM_CRASH={}", upstream.crash().display());
     home.cli(
         &[
             "add",
@@ -115,6 +121,8 @@ pub fn upstream_hub(home: &Home) -> Upstream {
             &tools,
             "--env",
             &count,
+            "--env",
+            &crash,
             "--",
             "node",
             fixture.to_str().unwrap(),
