@@ -18,6 +18,8 @@ pub struct LocalStdio {
     lines: mpsc::Receiver<String>,
     stderr: Arc<Mutex<Vec<u8>>>,
     next_id: u64,
+    /// With elicitation declared: the answer every `elicitation/create` gets, and what was asked.
+    eliciting: Option<(Value, Vec<Value>)>,
 }
 
 /// Collects a pipe into `sink` on a thread of its own, so the child never blocks on it.
@@ -35,16 +37,33 @@ pub(crate) fn drain(mut pipe: impl Read + Send + 'static, sink: Arc<Mutex<Vec<u8
 
 impl LocalStdio {
     pub fn start(home: Home) -> LocalStdio {
+        LocalStdio::start_with(home, None)
+    }
+
+    /// A client that declares form elicitation and answers every prompt with `answer`
+    /// (`{"action": "decline"}`, or `{"action": "accept", "content": {"choice": "once"}}`).
+    pub fn eliciting(home: Home, answer: Value) -> LocalStdio {
+        LocalStdio::start_with(home, Some((answer, Vec::new())))
+    }
+
+    fn start_with(home: Home, eliciting: Option<(Value, Vec<Value>)>) -> LocalStdio {
         let (child, stdin, lines, stderr) = spawn(&home);
-        let mut target = LocalStdio { home, child, stdin, lines, stderr, next_id: 1 };
+        let mut target = LocalStdio { home, child, stdin, lines, stderr, next_id: 1, eliciting };
         target.initialize();
         target
     }
 
+    /// The `elicitation/create` requests the hub sent so far (their params).
+    pub fn elicitations(&self) -> &[Value] {
+        self.eliciting.as_ref().map_or(&[], |(_, seen)| seen)
+    }
+
     fn initialize(&mut self) {
+        let capabilities =
+            if self.eliciting.is_some() { json!({"elicitation": {"form": {}}}) } else { json!({}) };
         let answer = self.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": "2025-06-18", "capabilities": capabilities,
                    "clientInfo": {"name": "invariants", "version": "0"}}),
         );
         assert!(answer.get("result").is_some(), "initialize failed: {answer}");
@@ -102,9 +121,16 @@ impl Target for LocalStdio {
                 return message;
             }
             if message.get("method").is_some() && message.get("id").is_some() {
-                // A request from the hub (ping): answer it empty.
-                let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {}});
-                self.send(reply);
+                // A request from the hub: an elicitation gets the set answer, anything else
+                // (ping) an empty result.
+                let mut result = json!({});
+                if message["method"] == json!("elicitation/create") {
+                    if let Some((answer, seen)) = &mut self.eliciting {
+                        seen.push(message["params"].clone());
+                        result = answer.clone();
+                    }
+                }
+                self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}));
             }
         }
     }

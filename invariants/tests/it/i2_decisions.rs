@@ -151,3 +151,39 @@ fn only_the_recorder_module_records() {
     assert_eq!(callers.len(), 1, "record_decision has exactly one caller: {callers:?}");
     assert!(callers[0].starts_with("local/src/recorder.rs:"), "{callers:?}");
 }
+
+/// A real prompt's signed state, replayed: in a later call's `_meta`, and in answers to prompts
+/// the hub never sent. The declined write stays unmade.
+#[test]
+fn replayed_elicitation_state_decides_nothing() {
+    use capabilities_invariants::{LocalStdio, Target as _};
+    let home = Home::new();
+    let upstream = upstream_hub(&home);
+    let mut target = LocalStdio::eliciting(home, json!({"action": "cancel"}));
+    let first = target.execute(WRITE);
+    let run = first["runId"].as_str().unwrap().to_owned();
+    let asked = target.elicitations().to_vec();
+    assert_eq!(asked.len(), 1, "{first}");
+    let meta = asked[0]["_meta"].clone();
+    let accept = json!({"action": "accept", "content": {"choice": "always"}, "_meta": meta});
+    for id in [json!(0), json!(1), json!(2), json!(1000), json!("0")] {
+        target.send(json!({"jsonrpc": "2.0", "id": id, "result": accept}));
+    }
+    let mut attempts = 5;
+    for arguments in [
+        json!({"resume": run, "_meta": meta}),
+        json!({"resume": run, "approvalState": meta, "choice": "always"}),
+        json!({"code": WRITE, "_meta": meta}),
+    ] {
+        target.request("tools/call", json!({"name": "execute", "arguments": arguments, "_meta": meta}));
+        attempts += 1;
+    }
+    for (_, state) in meta.as_object().into_iter().flatten() {
+        target.request("tools/call", json!({"name": "execute", "arguments": {"resume": state}}));
+        attempts += 1;
+    }
+    assert!(!upstream.calls().iter().any(|c| c.starts_with("write")), "{:?}", upstream.calls());
+    let policy = std::fs::read_to_string(target.home().join("policies/policy.json")).unwrap();
+    assert!(policy.contains("\"rules\": []"), "no rule was added: {policy}");
+    eprintln!("I2 replayed state: {attempts} attempts, {} prompts seen", target.elicitations().len());
+}

@@ -163,3 +163,22 @@ fn get_page(url: &str) -> (u16, String) {
     let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
+
+/// The text of an elicitation prompt for a call with a huge argument is capped and marked.
+#[test]
+fn elicitation_text_is_capped() {
+    let home = Home::new();
+    upstream_hub(&home);
+    let mut target = capabilities_invariants::LocalStdio::eliciting(home, json!({"action": "decline"}));
+    use capabilities_invariants::Target as _;
+    let envelope = target.execute(r#"return await up.write({key: "k".repeat(500_000)})"#);
+    let asked = target.elicitations();
+    assert_eq!(asked.len(), 1, "the hub asked through the client: {envelope}");
+    let message = asked[0]["message"].as_str().unwrap();
+    assert!(message.len() <= 8 * 1024, "the prompt is {} bytes", message.len());
+    assert!(
+        message.ends_with("[truncated]") || message.contains('…'),
+        "the prompt is marked as cut: {message}"
+    );
+    eprintln!("I7 elicitation: the prompt is {} bytes", message.len());
+}
