@@ -30,10 +30,16 @@ pub fn sdk_dir() -> PathBuf {
     dir.join("sdk")
 }
 
-/// The `capabilities` binary, built (debug) the first time it is asked for in this process.
+/// The `capabilities` binary: `$CAPABILITIES_BIN` when set, else built (debug, with
+/// `cargo build -p capabilities`) the first time it is asked for in this process.
 pub fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
+        if let Some(given) = std::env::var_os("CAPABILITIES_BIN") {
+            let path = PathBuf::from(given);
+            assert!(path.is_file(), "CAPABILITIES_BIN={} is not a file", path.display());
+            return path;
+        }
         let target =
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

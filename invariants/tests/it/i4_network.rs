@@ -99,6 +99,8 @@ fn credentials_never_follow_a_cross_origin_redirect() {
         .output()
         .unwrap();
     eprintln!("I4 redirect: hub add exited {}: {}", added.status, String::from_utf8_lossy(&added.stderr));
+    let said = String::from_utf8_lossy(&added.stderr);
+    assert!(added.status.success() || said.contains("307"), "the source's URL was reached: {said}");
     if added.status.success() {
         let mut target = Kind::Stdio.start(home);
         target.execute("return await red.env({name: 'HOME'})");
