@@ -1,0 +1,185 @@
+//! `LocalHttp`: the real binary's `hub serve --http --port 0`, driven with reqwest and the
+//! bearer token from `<store>/http-token`, in one MCP session.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::home::Home;
+use crate::stdio::drain;
+use crate::target::{Applicability, Target};
+
+pub struct LocalHttp {
+    home: Home,
+    child: Child,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+    url: String,
+    token: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl LocalHttp {
+    pub fn start(home: Home) -> LocalHttp {
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (child, url) = spawn(&home, &stderr);
+        let token = read_token(&home);
+        let mut target = LocalHttp {
+            home,
+            child,
+            stderr,
+            runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap(),
+            url,
+            token,
+            session: None,
+            next_id: 1,
+        };
+        target.initialize();
+        target
+    }
+
+    /// The served address, `http://127.0.0.1:<port>/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn initialize(&mut self) {
+        self.session = None;
+        let answer = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "invariants", "version": "0"}}),
+        );
+        assert!(answer.get("result").is_some(), "initialize failed: {answer}");
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    /// POSTs one message; the status, the session header and the body's JSON-RPC messages.
+    fn post(&mut self, message: &Value) -> (u16, Vec<Value>) {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {}", self.token))
+            .body(message.to_string());
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        let answered = self.runtime.block_on(async {
+            let response = request.send().await?;
+            let status = response.status().as_u16();
+            let session =
+                response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            Ok::<_, reqwest::Error>((status, session, response.text().await?))
+        });
+        let Ok((status, session, body)) = answered else {
+            return (0, Vec::new());
+        };
+        if session.is_some() {
+            self.session = session;
+        }
+        (status, messages(&body))
+    }
+}
+
+/// The JSON-RPC messages in a body: one JSON value, or SSE `data:` lines.
+fn messages(body: &str) -> Vec<Value> {
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        return vec![value];
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+fn read_token(home: &Home) -> String {
+    std::fs::read_to_string(home.path().join("http-token"))
+        .expect("serve --http writes its token")
+        .trim()
+        .to_owned()
+}
+
+fn spawn(home: &Home, sink: &Arc<Mutex<Vec<u8>>>) -> (Child, String) {
+    let mut child = home
+        .command(&["hub", "serve", "--http", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut url = None;
+    let mut line = String::new();
+    while url.is_none() && stderr.read_line(&mut line).unwrap_or(0) > 0 {
+        sink.lock().unwrap().extend_from_slice(line.as_bytes());
+        url = line.trim().strip_prefix("serving on ").map(str::to_owned);
+        line.clear();
+    }
+    let url = url.unwrap_or_else(|| panic!("serve --http printed no address: {:?}", child.try_wait()));
+    drain(stderr, sink.clone());
+    (child, url)
+}
+
+impl Target for LocalHttp {
+    fn name(&self) -> &'static str {
+        "local-http"
+    }
+
+    fn hub(&self) -> &Home {
+        &self.home
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (status, answers) =
+            self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        answers.into_iter().find(|m| m["id"] == json!(id)).unwrap_or_else(
+            || json!({"error": {"code": -1, "message": format!("no answer to {method} (HTTP {status})")}}),
+        )
+    }
+
+    fn send(&mut self, message: Value) {
+        self.post(&message);
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn restart(&mut self) {
+        self.kill();
+        let (child, url) = spawn(&self.home, &self.stderr);
+        self.child = child;
+        self.url = url;
+        self.token = read_token(&self.home);
+        self.initialize();
+    }
+
+    fn tenant_isolation(&self) -> Applicability {
+        Applicability::NotApplicable("a local hub serves one person; tenant isolation is the hosted hub's")
+    }
+}
+
+impl Drop for LocalHttp {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,76 @@
+//! Eight `hub serve --stdio` processes on one store, each making runs with reads and approved
+//! writes interleaved with the others: no lost, torn or duplicated record, every write reached
+//! the upstream exactly once, every journal line parses.
+
+use std::collections::BTreeSet;
+
+use capabilities_invariants::{Home, Kind};
+use serde_json::{Value, json};
+
+use crate::support::upstream_hub;
+
+const PROCESSES: usize = 8;
+const RUNS: usize = 20;
+
+#[test]
+fn eight_hubs_share_one_store() {
+    let home = Home::new();
+    let upstream = upstream_hub(&home);
+    let workers: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            let home = home.clone();
+            std::thread::spawn(move || {
+                let mut target = Kind::Stdio.start(home);
+                let mut ids = Vec::new();
+                for i in 0..RUNS {
+                    let key = format!("p{p}-r{i}");
+                    if i % 2 == 0 {
+                        let done = target.execute("return await up.env({name: 'HOME'})");
+                        assert_eq!(done["status"], json!("completed"), "{key}: {done}");
+                        ids.push(done["runId"].as_str().unwrap().to_owned());
+                        continue;
+                    }
+                    let waiting = target.execute(&format!(r#"return await up.write({{key: "{key}"}})"#));
+                    assert_eq!(waiting["status"], json!("awaiting_approval"), "{key}: {waiting}");
+                    let run = waiting["runId"].as_str().unwrap().to_owned();
+                    target.cli(&["approve", &run, "--choice", "once", "--no-input"], None).expect_code(0);
+                    let done = target.resume(&run);
+                    assert_eq!(done["status"], json!("completed"), "{key}: {done}");
+                    ids.push(run);
+                }
+                ids
+            })
+        })
+        .collect();
+    let ids: Vec<String> = workers.into_iter().flat_map(|w| w.join().expect("a worker panicked")).collect();
+    let unique: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), PROCESSES * RUNS, "run ids are unique");
+
+    // Every write once; every record whole and completed; every journal line parses.
+    let calls = upstream.calls();
+    for p in 0..PROCESSES {
+        for i in (1..RUNS).step_by(2) {
+            let key = format!("write p{p}-r{i}");
+            assert_eq!(calls.iter().filter(|c| **c == key).count(), 1, "{key}: {calls:?}");
+        }
+    }
+    let runs = home.path().join("runs");
+    for id in &ids {
+        let record: Value = serde_json::from_slice(&std::fs::read(runs.join(format!("{id}.json"))).unwrap())
+            .unwrap_or_else(|e| panic!("{id}: a torn record: {e}"));
+        assert_eq!(record["status"], json!("completed"), "{id}: {record}");
+        if let Ok(journal) = std::fs::read_to_string(runs.join(format!("{id}.journal.jsonl"))) {
+            for (n, line) in journal.lines().enumerate() {
+                assert!(serde_json::from_str::<Value>(line).is_ok(), "{id} journal line {}: {line}", n + 1);
+            }
+        }
+    }
+    let listed = home.cli(&["runs", "--json"], None).expect_code(0);
+    for id in &ids {
+        assert!(listed.stdout.contains(id.as_str()), "{id} is listed");
+    }
+    eprintln!(
+        "concurrency: {PROCESSES} processes × {RUNS} runs, {} writes, all records whole",
+        PROCESSES * RUNS / 2
+    );
+}

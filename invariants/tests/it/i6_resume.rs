@@ -1,0 +1,137 @@
+//! I6: resume never repeats a call. Runs of three counted writes are approved with
+//! `hub approve --choice run` and resumed over MCP while the CLI and the serving process are
+//! SIGKILLed at random points; after a restart every run settles in a definite state, the
+//! upstream saw no write twice, and every run record and journal line parses.
+//!
+//! 20 runs per target; `INVARIANTS_LONG=1` (what `cargo xtask invariants --long` would set)
+//! makes it 200.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use capabilities_invariants::{Home, Kind};
+use serde_json::{Value, json};
+
+use crate::support::{on_each_target, upstream_hub};
+
+/// A small xorshift generator; the seed is printed so a failure can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+fn runs() -> usize {
+    if std::env::var_os("INVARIANTS_LONG").is_some() { 200 } else { 20 }
+}
+
+const DEFINITE: [&str; 4] = ["completed", "failed", "cancelled", "expired"];
+
+fn kill_later(pid: u32, after: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    })
+}
+
+/// Every run record parses as JSON and every journal line too.
+fn corrupt_records(home: &Path) -> Vec<String> {
+    let mut bad = Vec::new();
+    for entry in std::fs::read_dir(home.join("runs")).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".journal.jsonl") {
+            for (i, line) in text.lines().enumerate() {
+                if serde_json::from_str::<Value>(line).is_err() {
+                    bad.push(format!("{name} line {}", i + 1));
+                }
+            }
+        } else if name.ends_with(".json") && serde_json::from_str::<Value>(&text).is_err() {
+            bad.push(name);
+        }
+    }
+    bad
+}
+
+fn resume_never_repeats_a_call(kind: Kind) {
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    eprintln!("I6 {}: seed {seed}", kind.name());
+    let mut rng = Rng(seed);
+    let home = Home::new();
+    let upstream = upstream_hub(&home);
+    let mut target = kind.start(home);
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kills = 0;
+    let total = runs();
+    for i in 0..total {
+        let code = format!(
+            r#"for (const j of [0, 1, 2]) await up.write({{key: "r{i}-" + j, ms: 40}}); return "done""#
+        );
+        let first = target.execute(&code);
+        assert_eq!(first["status"], json!("awaiting_approval"), "run {i}: {first}");
+        let run = first["runId"].as_str().unwrap().to_owned();
+
+        // The person approves; sometimes the CLI dies mid-way.
+        let mut approve = target
+            .hub()
+            .command(&["hub", "approve", &run, "--choice", "run", "--no-input"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        if rng.next(2) == 0 {
+            std::thread::sleep(Duration::from_millis(rng.next(400)));
+            let _ = approve.kill();
+            kills += 1;
+        }
+        let _ = approve.wait();
+
+        // The agent resumes; sometimes the hub dies mid-way.
+        let killer =
+            (rng.next(2) == 0).then(|| kill_later(target.pid(), Duration::from_millis(rng.next(300))));
+        let resumed = target.resume(&run);
+        if let Some(killer) = killer {
+            killer.join().unwrap();
+            target.restart();
+            kills += 1;
+        }
+
+        // Settle: approve again if no decision was recorded, resume until the run is definite.
+        let mut state = resumed;
+        for _ in 0..20 {
+            let status = state["status"].as_str().unwrap_or("").to_owned();
+            if DEFINITE.contains(&status.as_str()) {
+                break;
+            }
+            if status == "awaiting_approval" {
+                target.cli(&["approve", &run, "--choice", "run", "--no-input"], None);
+            } else {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            state = target.resume(&run);
+        }
+        let status = state["status"].as_str().unwrap_or("").to_owned();
+        assert!(DEFINITE.contains(&status.as_str()), "run {i} ({run}) never settled: {state}");
+        let calls = upstream.calls();
+        for j in 0..3 {
+            let key = format!("write r{i}-{j}");
+            let seen = calls.iter().filter(|c| **c == key).count();
+            assert!(seen <= 1, "{}: `{key}` reached the upstream {seen} times (seed {seed})", target.name());
+            if status == "completed" {
+                assert_eq!(seen, 1, "{}: run {run} completed without `{key}`", target.name());
+            }
+        }
+        *outcomes.entry(status).or_default() += 1;
+    }
+    let corrupt = corrupt_records(target.home());
+    assert!(corrupt.is_empty(), "{}: corrupt records: {corrupt:?}", target.name());
+    eprintln!("I6 {}: {total} runs, {kills} kills, outcomes {outcomes:?}, 0 repeated calls", target.name());
+}
+on_each_target!(resume_never_repeats_a_call);
