@@ -17,6 +17,9 @@ usage: cargo xtask <command>
 commands:
   test     fmt check, clippy (warnings denied), nextest over the workspace, core for wasm32
   bench    run the criterion benchmarks (extra arguments go to cargo bench)
+  invariants [--long]
+           the invariant suite (I1–I8) against the local targets; --long runs the
+           SIGKILL-and-resume loop over 200 runs per target
   bench-serve [rounds]
            measure `hub serve --stdio` (release build): start to initialize and tools/list,
            idle memory, and execute of one call against the same call made directly
@@ -43,6 +46,7 @@ fn run() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("bench") => bench(&args[1..]),
+        Some("invariants") => invariants(args.get(1).is_some_and(|a| a == "--long")),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("wasm") => wasm(),
         Some("evals") => evals(&args[1..]),
@@ -105,6 +109,16 @@ fn bench(extra: &[String]) -> Result<()> {
     let mut cmd = cargo(&["bench", "--locked", "--workspace"]);
     cmd.args(extra);
     step("bench", cmd)
+}
+
+fn invariants(long: bool) -> Result<()> {
+    ensure_nextest()?;
+    ensure_node_packages()?;
+    let mut cmd = cargo(&["nextest", "run", "--locked", "-p", "capabilities-invariants", "--no-fail-fast"]);
+    if long {
+        cmd.env("INVARIANTS_LONG", "1");
+    }
+    step("invariants", cmd)
 }
 
 fn bench_serve(rounds: &str) -> Result<()> {
