@@ -99,9 +99,8 @@ impl Engine<'_> {
                 return self.finish(run, Vec::new()).await;
             }
         }
-        if let Err(err) = self.store.save_run(&run).await {
-            return Envelope::store_failure(&run.id, &err.to_string());
-        }
+        // The attempt saves the record before the code runs; saving here too would only cost
+        // another synced write.
         self.attempt(run).await
     }
 
