@@ -20,6 +20,18 @@ use crate::upstream::{PoolOptions, SourcePool, SourceSpec, SourceTransport};
 
 pub const POLICY: &str = "policies/policy.json";
 
+/// The source a person named on the command line, with its record; a usage error when the name
+/// is not a namespace, and an error saying where to look when no such source exists.
+pub fn named_source(store: &Store, name: &str) -> Result<(Namespace, SourceRecord)> {
+    let namespace = Namespace::new(name).map_err(|e| {
+        UsageError(format!("`{name}` is not a namespace ({e}); `capabilities hub list` shows them"))
+    })?;
+    let Some(record) = read_json::<SourceRecord>(store, &source_path(namespace.as_str()))? else {
+        bail!("there is no source `{namespace}`; `capabilities hub list` shows the sources");
+    };
+    Ok((namespace, record))
+}
+
 pub fn source_path(namespace: &str) -> String {
     format!("sources/{namespace}.json")
 }

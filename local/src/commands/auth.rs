@@ -6,12 +6,11 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use capabilities_core::address::Namespace;
 use clap::Args;
 
 use super::{Exit, UsageError, print_stdout};
 use crate::cli::Settings;
-use crate::config::{ConnectionRecord, ConnectionsRecord, SourceRecord, read_json, write_json};
+use crate::config::{ConnectionRecord, ConnectionsRecord, read_json, write_json};
 use crate::secrets::{SecretStore, SlotKey, check_connection_name, check_value, read_hidden};
 use crate::sources;
 use crate::store::Store;
@@ -35,16 +34,8 @@ pub struct AuthArgs {
 
 pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
-    let namespace = Namespace::new(&args.namespace).map_err(|e| {
-        UsageError(format!(
-            "`{}` is not a namespace ({e}); `capabilities hub list` shows them",
-            args.namespace
-        ))
-    })?;
+    let (namespace, source) = sources::named_source(&store, &args.namespace)?;
     let ns = namespace.as_str();
-    let Some(source) = read_json::<SourceRecord>(&store, &sources::source_path(ns))? else {
-        bail!("there is no source `{ns}`; `capabilities hub list` shows the sources");
-    };
     let source_slots = sources::connections_for(&source.spec)
         .connections
         .into_iter()

@@ -4,12 +4,11 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
-use capabilities_core::address::Namespace;
+use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, UsageError, print_stdout};
+use super::{Exit, print_stdout};
 use crate::cli::Settings;
 use crate::config::{ConnectionsRecord, read_json};
 use crate::secrets::{SecretStore, SlotKey, StoreKind};
@@ -24,16 +23,8 @@ pub struct ConnectionsArgs {
 
 pub fn run(settings: &Settings, args: ConnectionsArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
-    let namespace = Namespace::new(&args.namespace).map_err(|e| {
-        UsageError(format!(
-            "`{}` is not a namespace ({e}); `capabilities hub list` shows them",
-            args.namespace
-        ))
-    })?;
+    let (namespace, _) = sources::named_source(&store, &args.namespace)?;
     let ns = namespace.as_str();
-    if !store.root().join(sources::source_path(ns)).is_file() {
-        bail!("there is no source `{ns}`; `capabilities hub list` shows the sources");
-    }
     let record: ConnectionsRecord = read_json(&store, &sources::connections_path(ns))?.unwrap_or_default();
     // Open the store only when some slot needs looking at.
     let secrets = if record.connections.iter().any(|c| !c.slots.is_empty()) {

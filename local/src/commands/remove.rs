@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use capabilities_core::address::Namespace;
 use clap::Args;
 
 use super::{Exit, UsageError, print_stdout};
@@ -24,16 +23,8 @@ pub struct RemoveArgs {
 
 pub fn run(settings: &Settings, args: RemoveArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
-    let namespace = Namespace::new(&args.namespace).map_err(|e| {
-        UsageError(format!(
-            "`{}` is not a namespace ({e}); `capabilities hub list` shows them",
-            args.namespace
-        ))
-    })?;
+    let (namespace, _) = sources::named_source(&store, &args.namespace)?;
     let ns = namespace.as_str();
-    if !store.root().join(sources::source_path(ns)).is_file() {
-        bail!("there is no source `{ns}`; `capabilities hub list` shows the sources");
-    }
     if !args.yes {
         if settings.no_input {
             return Err(UsageError(format!("removing `{ns}` needs your consent: pass `--yes`")).into());
