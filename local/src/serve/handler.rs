@@ -7,15 +7,15 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use capabilities_core::approval::{Channel, PendingCall, PendingKind};
+use capabilities_core::approval::Channel;
 use capabilities_core::limits::Limits;
 use capabilities_core::surface::envelope::Envelope;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool,
+    Implementation, InputResponses, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
 use serde_json::Value;
@@ -23,7 +23,7 @@ use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
 use super::approvals::{self, Answer, ApprovalKey};
-use super::tools;
+use super::{rounds, tools};
 use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp};
 use crate::host::Host;
@@ -100,18 +100,9 @@ impl HubServer {
         arguments: Value,
         context: Option<&RequestContext<RoleServer>>,
     ) -> CallToolResult {
-        let request = match name {
-            tools::SEARCH => Request::Search(arguments),
-            tools::DESCRIBE => Request::Describe(arguments),
-            tools::EXECUTE => match parse_execute(&arguments, &self.limits) {
-                Ok(request) => request,
-                Err(message) => return error_text(message),
-            },
-            other => {
-                return error_text(format!(
-                    "there is no tool `{other}`: this server has `search`, `describe` and `execute`"
-                ));
-            }
+        let request = match parse_call(name, arguments, &self.limits) {
+            Ok(request) => request,
+            Err(refused) => return *refused,
         };
         let server = self.clone();
         match on_own_thread(move || answer(&*server.host()?, request)).await {
@@ -122,17 +113,116 @@ impl HubServer {
                         Prompter { peer: &context.peer, progress: context.meta.get_progress_token() };
                     envelope_result(&self.ask_person(&prompter, envelope).await)
                 }
-                _ => {
-                    let mut envelope = envelope;
-                    // This client cannot ask the person itself: the hub does, on its own page.
-                    if envelope.status == "awaiting_approval" {
-                        envelope.notices.push(self.pages.notify(&envelope.run_id).await);
-                    }
-                    envelope_result(&envelope)
-                }
+                _ => envelope_result(&self.tell_person(envelope).await),
             },
             Err(err) => error_text(format!("{err:#}")),
         }
+    }
+
+    /// A waiting run's envelope for a client that cannot ask the person: the hub asks on its
+    /// own page instead, and says so.
+    async fn tell_person(&self, mut envelope: Envelope) -> Envelope {
+        if envelope.status == "awaiting_approval" {
+            envelope.notices.push(self.pages.notify(&envelope.run_id).await);
+        }
+        envelope
+    }
+
+    /// Answers one `tools/call` from a client on the stateless revision that can show forms: a
+    /// run waiting for a person comes back as `input_required`, and the retried call (carrying
+    /// `request_state`) records the answers and resumes the run its state names — the code in
+    /// the retried arguments is not run again.
+    async fn call_inline(
+        &self,
+        name: &str,
+        arguments: Value,
+        responses: Option<InputResponses>,
+        request_state: Option<String>,
+    ) -> CallToolResponse {
+        let envelope = match request_state {
+            Some(state) => match self.record_round(state, responses).await {
+                // Every form was dismissed: the calls stay pending, and asking again at once
+                // would only loop.
+                Ok((envelope, false)) => return envelope_result(&envelope).into(),
+                Ok((envelope, true)) => envelope,
+                Err(message) => return error_text(message).into(),
+            },
+            None => {
+                let request = match parse_call(name, arguments, &self.limits) {
+                    Ok(request) => request,
+                    Err(refused) => return (*refused).into(),
+                };
+                let server = self.clone();
+                match on_own_thread(move || answer(&*server.host()?, request)).await {
+                    Ok(Answered::Text(result)) => return result.into(),
+                    Ok(Answered::Run(envelope)) => envelope,
+                    Err(err) => return error_text(format!("{err:#}")).into(),
+                }
+            }
+        };
+        if envelope.status != "awaiting_approval" {
+            return envelope_result(&envelope).into();
+        }
+        let server = self.clone();
+        let run_id = envelope.run_id.clone();
+        let asked = on_own_thread(move || {
+            let run = server.host()?.store().load_run_sync(&run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let key = ApprovalKey::load_or_create(&server.settings.home)?;
+            let now = now_ms();
+            let calls = run.map(|run| rounds::undecided(&run, now)).unwrap_or_default();
+            if calls.is_empty() { Ok(None) } else { rounds::ask(&key, &run_id, &calls, now).map(Some) }
+        })
+        .await;
+        match asked {
+            Ok(Some(input_required)) => input_required.into(),
+            Ok(None) => envelope_result(&envelope).into(),
+            Err(err) => {
+                eprintln!("warning: asking for approval in the client failed: {err:#}");
+                envelope_result(&self.tell_person(envelope).await).into()
+            }
+        }
+    }
+
+    /// Records the answers a retried call carries, each only with its signed state, and resumes
+    /// the run; says whether anything was recorded. Nothing is unless every state verifies.
+    async fn record_round(
+        &self,
+        request_state: String,
+        responses: Option<InputResponses>,
+    ) -> Result<(Envelope, bool), String> {
+        let server = self.clone();
+        let (run_id, recorded) = on_own_thread(move || {
+            let key = ApprovalKey::load_or_create(&server.settings.home)?;
+            let retry = rounds::read(&key, &request_state, responses.as_ref(), now_ms())
+                .map_err(|err| anyhow::anyhow!("{err}"))?;
+            let host = server.host()?;
+            let store = host.store();
+            for answered in &retry.answered {
+                let claims = &answered.claims;
+                // The recorder refuses a run that waits for nothing and a call it does not wait
+                // for; the state must also name the call's place in the run.
+                let run = store.load_run_sync(&retry.run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let pending = run.and_then(|run| run.pending.into_iter().find(|p| p.id == claims.pending_id));
+                if pending.is_some_and(|p| p.seq != claims.seq) {
+                    anyhow::bail!("{}", approvals::StateError::Mismatch);
+                }
+                let decision = vec![(claims.pending_id.clone(), answered.choice)];
+                recorder::record_checked(store, &retry.run_id, &decision, Channel::Elicitation, || {
+                    approvals::consume_nonce(store, claims)
+                })?;
+            }
+            Ok((retry.run_id, !retry.answered.is_empty()))
+        })
+        .await
+        .map_err(|err| {
+            format!(
+                "the approval answer was not recorded: {err:#}; call execute with {{\"resume\": \"<runId>\"}} to be asked again"
+            )
+        })?;
+        let server = self.clone();
+        let envelope =
+            on_own_thread(move || server.host()?.resume(&run_id)).await.map_err(|err| format!("{err:#}"))?;
+        Ok((envelope, recorded))
     }
 
     /// Puts each undecided approval of the waiting run to the person through the client's
@@ -182,16 +272,7 @@ impl HubServer {
         .await?;
         let Some(run) = run else { return Ok(Round::Unanswered) };
         let now = now_ms();
-        let undecided: Vec<PendingCall> = run
-            .pending
-            .iter()
-            .filter(|p| {
-                p.kind == PendingKind::Approval
-                    && p.expires_ms > now
-                    && !run.decisions.iter().any(|d| d.pending_id == p.id)
-            })
-            .cloned()
-            .collect();
+        let undecided = rounds::undecided(&run, now);
         if undecided.is_empty() {
             return Ok(Round::Unanswered);
         }
@@ -303,6 +384,18 @@ enum Request {
     Resume(String),
 }
 
+/// The call `name` with `arguments`, checked; a refusal is the answer to send.
+fn parse_call(name: &str, arguments: Value, limits: &Limits) -> Result<Request, Box<CallToolResult>> {
+    match name {
+        tools::SEARCH => Ok(Request::Search(arguments)),
+        tools::DESCRIBE => Ok(Request::Describe(arguments)),
+        tools::EXECUTE => parse_execute(&arguments, limits).map_err(|message| Box::new(error_text(message))),
+        other => Err(Box::new(error_text(format!(
+            "there is no tool `{other}`: this server has `search`, `describe` and `execute`"
+        )))),
+    }
+}
+
 /// `execute` takes exactly one of `code` and `resume`, each a string.
 fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> {
     let field = |name: &str| -> Result<Option<String>, String> {
@@ -402,6 +495,11 @@ impl ServerHandler for HubServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if rounds::asks_inline(&context) {
+            return Ok(self
+                .call_inline(&request.name, arguments, request.input_responses, request.request_state)
+                .await);
+        }
         Ok(self.call_with(&request.name, arguments, Some(&context)).await.into())
     }
 }

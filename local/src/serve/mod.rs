@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod gate;
 pub mod handler;
 pub mod http;
+pub mod rounds;
 pub mod token;
 pub mod tools;
 

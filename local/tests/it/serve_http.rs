@@ -399,3 +399,170 @@ fn serve_needs_exactly_one_transport() {
     .assert_eq(&format!("{}\n{}", run(&[]), run(&["--stdio", "--http"])));
     assert!(!dir.path().join("hub").exists(), "a usage error touches nothing");
 }
+
+/// A store with the reference memory server as source `memory`, for the approval tests.
+fn memory_hub(dir: &Path) -> PathBuf {
+    let memory_file = dir.join("memory.jsonl");
+    let script = packages().join("server-memory/dist/index.js");
+    let added = Command::new(env!("CARGO_BIN_EXE_capabilities"))
+        .args(["hub", "add", "--yes", "--namespace", "memory", "--env"])
+        .arg(format!("MEMORY_FILE_PATH={}", memory_file.display()))
+        .args(["--", "node"])
+        .arg(&script)
+        .env("CAPABILITIES_HOME", Server::home_of(dir))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "hub add failed: {}", String::from_utf8_lossy(&added.stderr));
+    memory_file
+}
+
+/// How many lines of the memory server's file name entity `name`.
+fn entity_lines(memory_file: &Path, name: &str) -> usize {
+    let needle = format!("\"name\":\"{name}\"");
+    std::fs::read_to_string(memory_file).unwrap_or_default().lines().filter(|l| l.contains(&needle)).count()
+}
+
+/// The stored run `id`.
+fn stored_run(home: &Path, id: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(home.join("runs").join(format!("{id}.json"))).unwrap()).unwrap()
+}
+
+/// The official TypeScript SDK v2 client pinned to the stateless revision; `answer` is what the
+/// person picks in each form it is handed.
+fn stateless_client(server: &Server, calls: Value, answer: &str) -> Value {
+    let client = packages().join("client");
+    assert!(
+        client.join("dist/index.mjs").is_file(),
+        "{} is missing: run `cd node && npm ci`",
+        client.display()
+    );
+    let out = Command::new("node")
+        .arg(repo().join("local/tests/fixtures/mrtr-client.mjs"))
+        .arg(calls.to_string())
+        .env("MCP_CLIENT_DIR", client)
+        .env("MCP_URL", &server.url)
+        .env("MCP_TOKEN", &server.token)
+        .env("ANSWER", answer)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("node starts");
+    assert!(out.status.success(), "the client failed: {}", String::from_utf8_lossy(&out.stdout));
+    serde_json::from_slice(&out.stdout).expect("the client prints one JSON object")
+}
+
+#[test]
+fn a_stateless_client_is_handed_the_approval_form_and_the_write_runs_once() {
+    let code = r#"await memory.createEntities({entities:[{name:"e",entityType:"t",observations:[]}]});
+        return (await memory.readGraph({})).entities.map(e => e.name)"#;
+    for (answer, status, result, entities) in [
+        ("once", "completed", json!(["e"]), 1),
+        ("deny", "completed", json!("approval_denied"), 0),
+        ("dismiss", "awaiting_approval", Value::Null, 0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let memory_file = memory_hub(dir.path());
+        let server = Server::start_in(dir.path());
+        let code = if answer == "deny" {
+            code.replace("await memory.createEntities", "try { await memory.createEntities")
+                .replace("});\n", "}) } catch (e) { return e.code }\n")
+        } else {
+            code.to_owned()
+        };
+        let seen =
+            stateless_client(&server, json!([{ "name": "execute", "arguments": { "code": code } }]), answer);
+        assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
+        let prompts = seen["prompts"].as_array().expect("prompts");
+        assert_eq!(prompts.len(), 1, "{answer}: one form for the one write: {seen}");
+        let message = prompts[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("Tool: memory.createEntities") && message.contains("\"name\": \"e\""),
+            "{message}"
+        );
+        let envelope = &seen["results"][0]["structuredContent"];
+        assert_eq!(envelope["status"], status, "{answer}: {seen}");
+        assert_eq!(envelope["result"], result, "{answer}: {envelope}");
+        assert_eq!(entity_lines(&memory_file, "e"), entities, "{answer}: the write ran {entities} time(s)");
+        let run = stored_run(&server.home(), envelope["runId"].as_str().unwrap());
+        match answer {
+            "dismiss" => assert_eq!(run["decisions"], json!([]), "a dismissed form decides nothing"),
+            _ => {
+                assert_eq!(run["decisions"][0]["channel"], "elicitation", "{run}");
+                assert_eq!(run["decisions"][0]["choice"], if answer == "deny" { "deny" } else { "once" });
+            }
+        }
+    }
+}
+
+#[test]
+fn a_signed_state_counts_once_and_a_forged_one_never() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let memory_file = memory_hub(dir.path());
+    let server = Server::start_in(dir.path());
+    let raw = Raw::new(&server.url);
+    let bearer = format!("Bearer {}", server.token);
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "execute"),
+    ];
+    let call = |id: u32, retry: Value| {
+        let mut params = json!({
+            "name": "execute",
+            "arguments": { "code": r#"return await memory.createEntities({entities:[{name:"f",entityType:"t",observations:[]}]})"# },
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" },
+                "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } },
+            },
+        });
+        if let (Some(params), Some(retry)) = (params.as_object_mut(), retry.as_object()) {
+            params.extend(retry.clone());
+        }
+        raw.post(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string(),
+            &headers,
+        )
+        .json()
+    };
+
+    let asked = call(1, Value::Null);
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].as_str().expect("a signed state").to_owned();
+    let pending_id = asked["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let run_id = state.split('.').nth(1).unwrap().to_owned();
+    let accept = json!({ pending_id.clone(): { "action": "accept", "content": { "choice": "always" } } });
+
+    // A state signed by another key, or edited to name another call, records nothing.
+    let forged = format!("{}{}", &state[..state.len() - 4], "0000");
+    let tampered = state.replacen(&pending_id, "p_000000000000", 1);
+    for bad in [forged, tampered, "v1.garbage".to_owned()] {
+        let answer = call(2, json!({ "inputResponses": accept, "requestState": bad }));
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        assert!(
+            answer["result"]["content"][0]["text"].as_str().unwrap().contains("not recorded"),
+            "{answer}"
+        );
+    }
+    assert_eq!(stored_run(&server.home(), &run_id)["decisions"], json!([]));
+    assert_eq!(entity_lines(&memory_file, "f"), 0);
+
+    let done = call(3, json!({ "inputResponses": accept, "requestState": state }));
+    assert_eq!(done["result"]["structuredContent"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["runId"],
+        run_id.as_str(),
+        "the retry resumed the run, not a new one"
+    );
+    assert_eq!(entity_lines(&memory_file, "f"), 1);
+
+    // The same state again: refused, and the code in the retried arguments does not run again.
+    let again = call(4, json!({ "inputResponses": accept, "requestState": state }));
+    assert_eq!(again["result"]["isError"], true, "{again}");
+    assert!(again["result"]["content"][0]["text"].as_str().unwrap().contains("not recorded"), "{again}");
+    assert_eq!(entity_lines(&memory_file, "f"), 1);
+    assert_eq!(stored_run(&server.home(), &run_id)["decisions"].as_array().map(Vec::len), Some(1));
+}
