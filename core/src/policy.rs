@@ -520,6 +520,42 @@ pub struct PolicyState {
     pub rules: Vec<Rule>,
     /// Address → the contract a person accepted in review (or by an "always" decision).
     pub reviewed: std::collections::BTreeMap<String, ContractDigest>,
+    /// Address → what refreshes found changed in the tool's contract since the reviewed one, in
+    /// a person's words; said again when a call asks because of it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub changes: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// The most change lines kept for one tool; later ones are folded into a count.
+const MAX_CHANGE_LINES: usize = 8;
+
+impl PolicyState {
+    /// Pins `digest` as the contract a person accepted for `address`; what changed before no
+    /// longer matters.
+    pub fn pin(&mut self, address: String, digest: ContractDigest) {
+        self.changes.remove(&address);
+        self.reviewed.insert(address, digest);
+    }
+
+    /// Notes what a refresh found changed in `address`'s contract, when that contract is not the
+    /// reviewed one `current` (a change back to the reviewed contract clears the note).
+    pub fn note_changes(&mut self, address: &str, current: &ContractDigest, changes: &[String]) {
+        match self.reviewed.get(address) {
+            Some(reviewed) if reviewed == current => {
+                self.changes.remove(address);
+            }
+            Some(_) => {
+                let lines = self.changes.entry(address.to_owned()).or_default();
+                for change in changes {
+                    if !lines.contains(change) {
+                        lines.push(change.clone());
+                    }
+                }
+                lines.truncate(MAX_CHANGE_LINES);
+            }
+            None => {}
+        }
+    }
 }
 
 /// [`PolicyState`] ready to decide: its rules indexed.
@@ -527,11 +563,16 @@ pub struct PolicyState {
 pub struct CompiledPolicy {
     pub policy: Policy,
     pub reviewed: std::collections::BTreeMap<String, ContractDigest>,
+    pub changes: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl CompiledPolicy {
     pub fn new(state: PolicyState) -> Result<CompiledPolicy, PolicyError> {
-        Ok(CompiledPolicy { policy: Policy::new(state.rules)?, reviewed: state.reviewed })
+        Ok(CompiledPolicy {
+            policy: Policy::new(state.rules)?,
+            reviewed: state.reviewed,
+            changes: state.changes,
+        })
     }
 
     /// What `search` and `describe` show for a tool with its source's default connection.
@@ -548,8 +589,13 @@ impl CompiledPolicy {
 
 impl crate::run::PolicyView for CompiledPolicy {
     fn decide(&self, address: &ToolAddress, connection: Option<&str>, tool: &Tool) -> crate::run::Verdict {
-        let reviewed = self.reviewed.get(&address.to_string());
+        let key = address.to_string();
+        let reviewed = self.reviewed.get(&key);
         let decision = self.policy.decide(&Call::to_tool(address, tool, connection, reviewed));
-        crate::run::Verdict { effect: decision.effect, reason: decision.reason.to_string() }
+        let mut reason = decision.reason.to_string();
+        if let (Reason::ContractChanged { .. }, Some(changes)) = (&decision.reason, self.changes.get(&key)) {
+            reason = format!("{reason}: {}", changes.join("; "));
+        }
+        crate::run::Verdict { effect: decision.effect, reason }
     }
 }

@@ -92,6 +92,6 @@ fn persist_always(store: &Store, rule: &AlwaysRule, connection: Option<String>) 
         .context("policies/policy.json is invalid; fix it, then decide again")?;
     policy.set(Rule::always_allow(address, connection, rule.contract))?;
     state.rules = policy.rules().to_vec();
-    state.reviewed.insert(rule.address.clone(), rule.contract);
+    state.pin(rule.address.clone(), rule.contract);
     sources::save_policy(store, &state)
 }

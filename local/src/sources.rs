@@ -136,6 +136,7 @@ pub fn remove_source(store: &Store, namespace: &Namespace) -> Result<bool> {
     policy.rules.retain(|rule| rule.target.namespace() != namespace);
     let prefix = format!("{ns}.");
     policy.reviewed.retain(|address, _| !address.starts_with(&prefix));
+    policy.changes.retain(|address, _| !address.starts_with(&prefix));
     if before != (policy.rules.len(), policy.reviewed.len()) {
         save_policy(store, &policy)?;
     }
@@ -267,7 +268,7 @@ pub fn render_review(items: &[ReviewItem]) -> String {
 /// contract the policy's default already allows read-only tools and asks for the rest.
 pub fn accept(policy: &mut PolicyState, items: &[ReviewItem]) {
     for item in items {
-        policy.reviewed.insert(item.proposal.address.to_string(), item.proposal.digest);
+        policy.pin(item.proposal.address.to_string(), item.proposal.digest);
     }
 }
 
@@ -385,6 +386,26 @@ pub fn read_line(prompt: &str) -> Result<String> {
         bail!("stdin closed before an answer; pass the answer as a flag instead");
     }
     Ok(line.trim().to_owned())
+}
+
+/// Keeps what `diff` changed in each tool whose reviewed contract is no longer the current one,
+/// so a call that asks because of the change can say what it was.
+pub fn note_changes(store: &Store, manifest: &Manifest, diff: &ManifestDiff) -> Result<()> {
+    if diff.changed.is_empty() {
+        return Ok(());
+    }
+    let _lock = store.lock("policy").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut policy = load_policy(store)?;
+    let before = policy.changes.clone();
+    for changed in &diff.changed {
+        let Some(tool) = manifest.tools.iter().find(|t| t.record.name == changed.name) else { continue };
+        let lines: Vec<String> = changed.changes.iter().map(ToString::to_string).collect();
+        policy.note_changes(&manifest.address(tool).to_string(), &changed.after, &lines);
+    }
+    if policy.changes != before {
+        save_policy(store, &policy)?;
+    }
+    Ok(())
 }
 
 /// What changed between the stored manifest (if any) and a fresh one.

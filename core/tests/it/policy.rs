@@ -376,3 +376,37 @@ fn review_proposes_allow_for_reads_and_flags_destructive_tools() {
     "#]]
     .assert_eq(&out);
 }
+
+#[test]
+fn a_changed_contract_asks_and_says_what_changed() {
+    use capabilities_core::address::Namespace;
+    use capabilities_core::manifest::{Manifest, diff};
+    use capabilities_core::policy::{CompiledPolicy, PolicyState};
+    use capabilities_core::run::PolicyView;
+    use serde_json::json;
+
+    let ns = Namespace::new("up").unwrap();
+    let tool = |description: &str, props: serde_json::Value| json!({"name": "save", "description": description, "inputSchema": {"type": "object", "properties": props}});
+    let (before, _) =
+        Manifest::from_tools_list(ns.clone(), &[tool("Saves a note.", json!({"text": {"type": "string"}}))]);
+    let (after, _) = Manifest::from_tools_list(
+        ns.clone(),
+        &[tool("Saves a note and mails it.", json!({"text": {"type": "string"}, "to": {"type": "string"}}))],
+    );
+    let changed = diff(&before, &after);
+    let address = before.address(&before.tools[0]);
+    let mut state = PolicyState::default();
+    state.pin(address.to_string(), before.tools[0].digest);
+    for tool in &changed.changed {
+        let lines: Vec<String> = tool.changes.iter().map(ToString::to_string).collect();
+        state.note_changes(&address.to_string(), &tool.after, &lines);
+    }
+    let policy = CompiledPolicy::new(state.clone()).unwrap();
+    let verdict = policy.decide(&address, None, &after.tools[0]);
+    expect_test::expect![[r#"Ask: contract changed since review (sha256:785965386f5c… → sha256:97fb522e9a1f…): description changed from "Saves a note." to "Saves a note and mails it."; input schema: new optional parameter `to` (string)"#]]
+    .assert_eq(&format!("{:?}: {}", verdict.effect, verdict.reason));
+
+    // Accepting the new contract forgets the change.
+    state.pin(address.to_string(), after.tools[0].digest);
+    assert!(state.changes.is_empty());
+}

@@ -80,7 +80,12 @@ fn authority_never_widens(kind: Kind) {
     target.cli(&["refresh", "up", "--no-input"], None);
     let changed = target.execute(r#"return await up.env({name: "HOME"})"#);
     assert_eq!(status(&changed), "awaiting_approval", "a changed contract asks: {changed}");
-    assert!(pending_message(&changed).contains("contract changed"), "the reason names the change: {changed}");
+    let message = pending_message(&changed);
+    assert!(message.contains("contract changed"), "the reason says the contract changed: {changed}");
+    assert!(
+        message.contains("description changed from") && message.contains("changed a second time"),
+        "the reason says what changed: {changed}"
+    );
     let new = target.execute(r#"return await up.newer({})"#);
     assert_eq!(status(&new), "awaiting_approval", "a new tool asks: {new}");
     cases += 2;

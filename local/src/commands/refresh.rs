@@ -54,6 +54,7 @@ pub fn run(settings: &Settings, args: RefreshArgs) -> Result<ExitCode> {
         if !diff.is_empty() || before.is_none() {
             write_json(&store, &sources::manifest_path(ns), &manifest)?;
         }
+        sources::note_changes(&store, &manifest, &diff)?;
         let text = diff.to_string();
         if text.lines().count() <= 1 {
             print_stdout(&format!("{ns}: {text}"))?;

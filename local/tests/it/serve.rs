@@ -217,6 +217,7 @@ pub(crate) fn memory_hub(home: &Path) {
     let policy = PolicyState {
         rules: Vec::new(),
         reviewed: manifest.tools.iter().map(|t| (manifest.address(t).to_string(), t.digest)).collect(),
+        changes: Default::default(),
     };
     write(home, "sources/memory.json", &SourceRecord { spec, added_ms: 0 });
     write(home, "manifests/memory.json", &manifest);
