@@ -138,7 +138,11 @@ impl Store {
         let _lock = self.lock(&run.id)?;
         let bytes =
             serde_json::to_vec_pretty(run).map_err(|e| StoreError::Corrupt(run.id.clone(), e.to_string()))?;
-        write_atomic(&path, &bytes).map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
+        // The journal is created with the record, so one sync of the directory makes both names
+        // durable and the first append needs only a sync of its own data.
+        let journal = self.journal_path(&run.id)?;
+        write_record(&path, &bytes, &[&journal])
+            .map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
     }
 
     pub fn load_run_sync(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -296,17 +300,32 @@ fn fix_file_mode(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
 /// Writes `bytes` to `path` atomically: temp file (mode 600) in the same directory, sync,
 /// rename, sync the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_record(path, bytes, &[])
+}
+
+/// [`write_atomic`], creating each of `companions` (empty) in the same directory when missing.
+/// The directory is synced only when a name in it is new: replacing a record that exists leaves
+/// the old whole version or the new one after a power cut, never a torn one.
+fn write_record(path: &Path, bytes: &[u8], companions: &[&Path]) -> Result<()> {
     let dir = path.parent().context("a record path has a parent")?;
     let mut nonce = [0u8; 6];
     getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("record");
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), hex::encode(nonce)));
     let result = (|| -> io::Result<()> {
+        let mut new_name = fs::symlink_metadata(path).is_err();
         let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
+        for companion in companions {
+            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(companion) {
+                Ok(_) => new_name = true,
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(err) => return Err(err),
+            }
+        }
+        if new_name { File::open(dir)?.sync_all() } else { Ok(()) }
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
