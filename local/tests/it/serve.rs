@@ -258,3 +258,41 @@ fn a_hub_with_the_memory_server() {
     let text = waiting.to_string();
     assert!(!text.contains("http://") && !text.contains("https://"), "no URL reaches the model: {text}");
 }
+
+#[test]
+fn an_oversized_message_is_answered_and_the_server_reads_on() {
+    let home = hub_home();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_capabilities"))
+        .args(["hub", "serve", "--stdio"])
+        .env("CAPABILITIES_HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "big", "version": "0"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    let code = format!("return {:?}", "x".repeat(20 * 1024 * 1024));
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "execute", "arguments": {"code": code}}});
+    writeln!(stdin, "{big}").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the server exits cleanly at end of input");
+    let answers: BTreeMap<u64, Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("stdout holds only JSON-RPC lines"))
+        .filter_map(|v| Some((v["id"].as_u64()?, v)))
+        .collect();
+    assert_eq!(answers[&2]["error"]["code"], json!(-32600), "{:?}", answers.get(&2));
+    let message = answers[&2]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("over the limit of 4194304"), "{message}");
+    assert_eq!(answers[&3]["result"], json!({}), "the next message is read: {:?}", answers.get(&3));
+    assert_eq!(std::fs::read_dir(home.path().join("runs")).map_or(0, |d| d.count()), 0, "nothing ran");
+}
