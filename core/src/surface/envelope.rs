@@ -176,7 +176,7 @@ fn fit_budget(
     let mut truncated = Truncated::default();
     let result_json = result.map(|v| serde_json::to_string(v).unwrap_or_default());
     let result_len = result_json.as_ref().map_or(0, String::len);
-    let logs_len: usize = logs.iter().map(|l| l.len() + 3).sum();
+    let logs_len: usize = logs.iter().map(|l| json_len(l) + 1).sum();
     if result_len + logs_len <= budget {
         return (result.cloned(), logs.to_vec(), truncated);
     }
@@ -185,11 +185,14 @@ fn fit_budget(
     let mut kept_logs = Vec::new();
     let mut used = 0;
     for line in logs {
-        let cost = line.len() + 3;
+        let cost = json_len(line) + 1;
         if used + cost > log_share {
-            let room = log_share.saturating_sub(used + 3);
+            let room = log_share.saturating_sub(used + 1);
             if room > 16 {
-                kept_logs.push(format!("{}…", clip_bytes(line, room - 3)));
+                // The cut line and its "…" (3 bytes) within the room, as JSON.
+                let kept = clip_json(line, room - 3);
+                used += json_len(kept) + 3 + 1;
+                kept_logs.push(format!("{kept}…"));
             }
             truncated.logs = true;
             break;
@@ -201,7 +204,9 @@ fn fit_budget(
     let result = match (result, result_json) {
         (Some(value), Some(json)) if json.len() > result_room => {
             truncated.result = true;
-            let preview = clip_bytes(&json, result_room.saturating_sub(64));
+            // The preview is a JSON string holding JSON: measured as it will be written, with
+            // room for the note after it.
+            let preview = clip_json(&json, result_room.saturating_sub(64));
             let _ = value;
             Some(Value::String(format!(
                 "{preview}… [result cut at {} of {} bytes]",
@@ -214,15 +219,30 @@ fn fit_budget(
     (result, kept_logs, truncated)
 }
 
-fn clip_bytes(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
+/// The bytes `c` takes inside a JSON string, as serde_json writes it.
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8(),
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
+}
+
+/// The length of `s` written as a JSON string, quotes included.
+fn json_len(s: &str) -> usize {
+    2 + s.chars().map(escaped_len).sum::<usize>()
+}
+
+/// The longest start of `s` that takes at most `max` bytes written as a JSON string.
+fn clip_json(s: &str, max: usize) -> &str {
+    let mut used = 2;
+    for (at, c) in s.char_indices() {
+        used += escaped_len(c);
+        if used > max {
+            return &s[..at];
+        }
     }
-    &s[..end]
+    s
 }
 
 fn clip(s: &str, max_chars: usize) -> String {
@@ -250,5 +270,20 @@ mod tests {
         assert!(total <= 24 * 1024, "{total}");
         let (result, kept, t) = fit_budget(Some(&json!(1)), &["a".to_owned()], 24 * 1024);
         assert_eq!((result, kept.len(), t), (Some(json!(1)), 1, Truncated::default()));
+    }
+
+    #[test]
+    fn the_budget_holds_for_text_that_grows_when_escaped() {
+        // Quotes double and control characters grow sixfold once written as JSON strings.
+        for text in ["\"".repeat(50_000), "\u{1}".repeat(50_000), "é\\".repeat(20_000)] {
+            let result = json!({"text": text});
+            let logs: Vec<String> = (0..200).map(|i| format!("{i} {}", &text[..300])).collect();
+            let (result, kept, t) = fit_budget(Some(&result), &logs, 24 * 1024);
+            assert!(t.result && t.logs);
+            let written =
+                serde_json::to_string(&result).unwrap().len() + serde_json::to_string(&kept).unwrap().len();
+            assert!(written <= 24 * 1024, "{written} bytes written for a 24 KiB budget");
+            assert!(written > 20 * 1024, "the budget is used, not wasted: {written}");
+        }
     }
 }
