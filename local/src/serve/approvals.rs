@@ -365,7 +365,7 @@ pub fn answer(result: &ElicitResult) -> Answer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use capabilities_core::approval::PendingKind;
     use capabilities_core::manifest::ContractDigest;
@@ -373,9 +373,9 @@ mod tests {
     use serde_json::json;
 
     const RUN: &str = "run_0123456789abcdef";
-    const NOW: u64 = 1_800_000_000_000;
+    pub(crate) const NOW: u64 = 1_800_000_000_000;
 
-    fn pending(id: &str, seq: u32, preview: &str) -> PendingCall {
+    pub(crate) fn pending(id: &str, seq: u32, preview: &str) -> PendingCall {
         PendingCall {
             id: id.to_owned(),
             kind: PendingKind::Approval,

@@ -113,28 +113,14 @@ pub fn read(
 
 #[cfg(test)]
 mod tests {
+    use super::approvals::tests::NOW;
     use super::*;
-    use capabilities_core::manifest::ContractDigest;
     use serde_json::json;
 
     const RUN: &str = "run_0123456789abcdef";
-    const NOW: u64 = 1_800_000_000_000;
 
     fn pending(id: &str, seq: u32) -> PendingCall {
-        PendingCall {
-            id: id.to_owned(),
-            kind: PendingKind::Approval,
-            seq,
-            address: "memory.createEntities".to_owned(),
-            connection: None,
-            summary: "Create entities".to_owned(),
-            reason: "writes need approval".to_owned(),
-            preview: "{}".to_owned(),
-            call_digest: "d".to_owned(),
-            contract: ContractDigest([0; 32]),
-            created_ms: NOW,
-            expires_ms: NOW + 60_000,
-        }
+        PendingCall { expires_ms: NOW + 60_000, ..approvals::tests::pending(id, seq, "{}") }
     }
 
     fn responses(pairs: &[(&str, serde_json::Value)]) -> InputResponses {

@@ -127,14 +127,7 @@ fn an_empty_hub_through_the_sdk_client() {
 #[test]
 fn an_older_client_over_raw_json_rpc() {
     let home = hub_home();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_capabilities"))
-        .args(["hub", "serve", "--stdio"])
-        .env("CAPABILITIES_HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = serve_raw(home.path());
     let lines = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -155,12 +148,7 @@ fn an_older_client_over_raw_json_rpc() {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "the server exits cleanly at end of input");
-    let answers: BTreeMap<u64, Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("stdout holds only JSON-RPC lines"))
-        .filter_map(|v| Some((v["id"].as_u64()?, v)))
-        .collect();
+    let answers = answers_by_id(&out.stdout);
     assert_eq!(answers[&1]["result"]["protocolVersion"], json!("2025-06-18"));
     let names: Vec<&str> = answers[&2]["result"]["tools"]
         .as_array()
@@ -173,6 +161,27 @@ fn an_older_client_over_raw_json_rpc() {
     assert_eq!(answers[&3]["result"]["isError"], json!(false));
     expect![[r#"{"content":[{"type":"text","text":"there is no tool `configure`: this server has `search`, `describe` and `execute`"}],"isError":true}"#]]
         .assert_eq(&answers[&4]["result"].to_string());
+}
+
+/// `hub serve --stdio` on `home`, its stdin and stdout piped for raw JSON-RPC lines.
+fn serve_raw(home: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_capabilities"))
+        .args(["hub", "serve", "--stdio"])
+        .env("CAPABILITIES_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// The answers on a server's stdout, by request id.
+fn answers_by_id(stdout: &[u8]) -> BTreeMap<u64, Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("stdout holds only JSON-RPC lines"))
+        .filter_map(|v| Some((v["id"].as_u64()?, v)))
+        .collect()
 }
 
 /// A private temporary hub store (the store warns about directories others can read).
@@ -262,14 +271,7 @@ fn a_hub_with_the_memory_server() {
 #[test]
 fn an_oversized_message_is_answered_and_the_server_reads_on() {
     let home = hub_home();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_capabilities"))
-        .args(["hub", "serve", "--stdio"])
-        .env("CAPABILITIES_HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = serve_raw(home.path());
     let mut stdin = child.stdin.take().unwrap();
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "big", "version": "0"}}});
@@ -284,12 +286,7 @@ fn an_oversized_message_is_answered_and_the_server_reads_on() {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "the server exits cleanly at end of input");
-    let answers: BTreeMap<u64, Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("stdout holds only JSON-RPC lines"))
-        .filter_map(|v| Some((v["id"].as_u64()?, v)))
-        .collect();
+    let answers = answers_by_id(&out.stdout);
     assert_eq!(answers[&2]["error"]["code"], json!(-32600), "{:?}", answers.get(&2));
     let message = answers[&2]["error"]["message"].as_str().unwrap();
     assert!(message.contains("over the limit of 4194304"), "{message}");
