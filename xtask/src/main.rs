@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+mod hosted;
+
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 const HELP: &str = "\
@@ -24,6 +26,8 @@ commands:
            measure `hub serve --stdio` (release build): start to initialize and tools/list,
            idle memory, and execute of one call against the same call made directly
   wasm     build capabilities-core for wasm32-unknown-unknown
+  hosted build | dev [--port N] [--dir PATH]
+           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
   evals [--live]
            run the scripted eval suite (code mode against direct tools) and write
            evals/results/report.md and report.json; fails when a gate regresses
@@ -49,6 +53,7 @@ fn run() -> Result<()> {
         Some("invariants") => invariants(args.get(1).is_some_and(|a| a == "--long")),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("wasm") => wasm(),
+        Some("hosted") => hosted::hosted(&args[1..]),
         Some("evals") => evals(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             eprint!("{HELP}");
