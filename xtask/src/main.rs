@@ -17,7 +17,8 @@ const HELP: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test     fmt check, clippy (warnings denied), nextest over the workspace, core for wasm32
+  test     fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
+           workspace, core for wasm32
   bench    run the criterion benchmarks (extra arguments go to cargo bench)
   invariants [--long]
            the invariant suite (I1–I8) against the local targets; --long runs the
@@ -72,6 +73,8 @@ fn test() -> Result<()> {
     step("clippy", cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
     ensure_nextest()?;
     ensure_node_packages()?;
+    // hosted/tests drive the Worker bundle in workerd.
+    hosted::build()?;
     // The invariant and eval suites drive the real binary: point them at the one nextest builds
     // for the local crate's tests, so they do not build it again with other features.
     let mut tests = cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]);

@@ -179,3 +179,47 @@ fn the_admin_endpoint_needs_its_token_and_refuses_unreviewed_origins() {
     assert_eq!(status, 400);
     assert!(text.contains("not on the reviewed origin"), "{text}");
 }
+
+#[test]
+fn credentials_are_sealed_at_rest_scrubbed_and_never_follow_a_redirect_to_another_origin() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let secret = "s3cret-value-8f2d41";
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["sources"][0]["connections"] = json!([{"name": "work", "slots": ["authorization"]}]);
+    load["secrets"] = json!([{"namespace": "counter", "connection": "work", "values": [["authorization", format!("Bearer {secret}")]]}]);
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute("acme", json!({"code": "return await counter.auth({})"}));
+    assert_eq!(envelope["status"], "completed", "{envelope}");
+    let shown = envelope["result"].to_string();
+    assert!(shown.contains("[secret]") && !shown.contains(secret), "{shown}");
+    assert_eq!(counter.calls(), json!({"auth": 1}), "the credential reached the upstream");
+    for entry in walk(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{} holds the secret",
+            entry.display()
+        );
+    }
+    // The same source behind a redirect to another origin: refused, nothing sent there.
+    load["sources"][0]["url"] = json!(format!("{}/moved", counter.origin()));
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute("acme", json!({"code": "return await counter.auth({})"}));
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("another origin"), "{envelope}");
+    assert_eq!(counter.calls(), json!({"auth": 1}));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
