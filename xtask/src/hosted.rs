@@ -1,7 +1,8 @@
 //! `cargo xtask hosted build|dev`: the hosted hub as a Worker bundle workerd can load, and
 //! workerd serving it on loopback.
 //!
-//! `build` compiles `capabilities-hosted` for wasm32 (release), runs `wasm-bindgen` of exactly
+//! `build` compiles `capabilities-hosted` for wasm32 (the `hosted` profile: release, sized for
+//! small), runs `wasm-bindgen` of exactly
 //! the lockfile's version (installed under `<target>/tools` when missing, since worker-build
 //! would download it), and writes `<target>/hosted/bundle/`: `index_bg.wasm`, `index.js`,
 //! `shim.js` (the Worker's entry) and `workerd.capnp`. `dev` starts the real workerd from
@@ -97,15 +98,25 @@ pub(crate) fn build() -> Result<PathBuf> {
     let bindgen = ensure_wasm_bindgen()?;
     step(
         "hosted worker for wasm32",
-        cargo(&["build", "--locked", "--release", "-p", "capabilities-hosted", "--target", WASM_TARGET]),
+        cargo(&[
+            "build",
+            "--locked",
+            "--profile",
+            "hosted",
+            "-p",
+            "capabilities-hosted",
+            "--target",
+            WASM_TARGET,
+        ]),
     )?;
-    let wasm = target_dir().join(WASM_TARGET).join("release/capabilities_hosted.wasm");
+    let wasm = target_dir().join(WASM_TARGET).join("hosted/capabilities_hosted.wasm");
     let out = bundle_dir();
     if out.exists() {
         fs::remove_dir_all(&out).with_context(|| format!("clearing {}", out.display()))?;
     }
     let mut bind = Command::new(&bindgen);
-    bind.args(["--target", "module", "--out-name", "index", "--no-typescript", "--out-dir"])
+    bind.args(["--target", "module", "--out-name", "index", "--no-typescript"])
+        .args(["--remove-name-section", "--remove-producers-section", "--out-dir"])
         .arg(&out)
         .arg(&wasm);
     step("wasm-bindgen", bind)?;

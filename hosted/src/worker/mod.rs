@@ -13,6 +13,7 @@ mod upstream;
 use worker::{Context, Env, Request, Response, Result, event};
 
 use crate::{same_secret, split_tenant};
+use platform::secret_text;
 
 /// The Durable Object namespace binding of the tenants' hubs.
 pub(crate) const HUB_BINDING: &str = "HUB";
@@ -24,12 +25,10 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
         return Response::error("not found: the hub serves /t/<tenant>/mcp", 404);
     };
     let token = match rest {
-        "mcp" => env.secret("HUB_ACCESS_TOKEN").ok().map(|s| s.to_string()),
-        "admin/load" | "admin/runs" => match env.secret("HUB_ADMIN_TOKEN") {
-            Ok(secret) => Some(secret.to_string()),
-            Err(_) => {
-                return Response::error("the admin endpoint is off: set the HUB_ADMIN_TOKEN secret", 403);
-            }
+        "mcp" => secret_text(&env, "HUB_ACCESS_TOKEN"),
+        "admin/load" | "admin/runs" => match secret_text(&env, "HUB_ADMIN_TOKEN") {
+            Some(secret) => Some(secret),
+            None => return Response::error("the admin endpoint is off: set the HUB_ADMIN_TOKEN secret", 403),
         },
         _ => return Response::error("not found: the hub serves /t/<tenant>/mcp", 404),
     };

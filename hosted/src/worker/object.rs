@@ -17,7 +17,7 @@ use capabilities_core::surface::tools::{self, ExecuteRequest};
 use serde_json::Value;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
-use super::platform::{WorkerClock, WorkerEntropy, now_micros};
+use super::platform::{WorkerClock, WorkerEntropy, now_micros, secret_text};
 use super::store::SqlStore;
 use super::upstream::{FetchUpstream, SealedSecrets};
 use crate::records::{Load, Source, catalog};
@@ -100,7 +100,7 @@ impl Hub {
 
     async fn mcp(&self, tenant: &str, body: &[u8]) -> Result<Response> {
         let loaded = self.loaded()?;
-        let key = self.env.secret("HUB_SECRETS_KEY").ok().and_then(|s| SealKey::derive(&s.to_string()).ok());
+        let key = secret_text(&self.env, "HUB_SECRETS_KEY").and_then(|s| SealKey::derive(&s).ok());
         let hub = TenantHub { tenant: tenant.to_owned(), loaded, store: self.store()?, key };
         match rpc::handle(body, &hub, &Limits::DEFAULT).await {
             Some(answer) => Response::from_json(&answer),
@@ -116,8 +116,8 @@ impl Hub {
         if let Err(err) = load.check() {
             return Response::error(err.to_string(), 400);
         }
-        let key = match self.env.secret("HUB_SECRETS_KEY").map(|s| SealKey::derive(&s.to_string())) {
-            Ok(Ok(key)) => key,
+        let key = match secret_text(&self.env, "HUB_SECRETS_KEY").map(|s| SealKey::derive(&s)) {
+            Some(Ok(key)) => key,
             _ if load.secrets.is_empty() => SealKey::derive("no secrets are sealed with this key")
                 .map_err(|e| worker::Error::RustError(e.to_string()))?,
             _ => return Response::error("secrets cannot be stored: set the HUB_SECRETS_KEY secret", 400),

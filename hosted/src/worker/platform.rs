@@ -40,3 +40,9 @@ fn random(buf: &mut [u8]) -> Result<(), worker::wasm_bindgen::JsValue> {
     }
     Ok(())
 }
+
+/// The text of secret `name`, if the Worker has it and it is not empty. Read by hand: an
+/// environment binding workerd left unset is `null`, which `Env::secret` cannot take.
+pub(crate) fn secret_text(env: &worker::Env, name: &str) -> Option<String> {
+    js_sys::Reflect::get(env, &name.into()).ok()?.as_string().filter(|text| !text.is_empty())
+}

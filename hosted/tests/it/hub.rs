@@ -223,3 +223,13 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn a_worker_without_its_secrets_still_serves_and_keeps_the_admin_endpoint_off() {
+    let dir = temp();
+    let hub = Workerd::start_with(dir.path(), &[]);
+    assert_eq!(hub.execute("acme", json!({"code": "return 1"}))["result"], 1);
+    let (status, text) = crate::support::post(hub.port, "/t/acme/admin/load", Some("anything"), "{}");
+    assert_eq!(status, 403, "{text}");
+    assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
+}

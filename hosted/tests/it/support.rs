@@ -67,6 +67,11 @@ pub struct Workerd {
 impl Workerd {
     /// Starts workerd with Durable Object storage in `storage`.
     pub fn start(storage: &Path) -> Workerd {
+        Workerd::start_with(storage, &[("HUB_ADMIN_TOKEN", ADMIN_TOKEN), ("HUB_SECRETS_KEY", SECRETS_KEY)])
+    }
+
+    /// Starts workerd with only the secrets in `secrets` set in its environment.
+    pub fn start_with(storage: &Path, secrets: &[(&str, &str)]) -> Workerd {
         let bundle = bundle();
         let port = free_port();
         let mut child = Command::new(packages().join(".bin/workerd"))
@@ -76,8 +81,9 @@ impl Workerd {
             .arg(format!("http=127.0.0.1:{port}"))
             .arg("--directory-path")
             .arg(format!("storage={}", storage.display()))
-            .env("HUB_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("HUB_SECRETS_KEY", SECRETS_KEY)
+            .env_remove("HUB_ADMIN_TOKEN")
+            .env_remove("HUB_SECRETS_KEY")
+            .envs(secrets.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
