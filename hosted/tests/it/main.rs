@@ -4,3 +4,4 @@
 
 mod hub;
 mod support;
+mod wrangler;
