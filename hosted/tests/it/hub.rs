@@ -233,3 +233,36 @@ fn a_worker_without_its_secrets_still_serves_and_keeps_the_admin_endpoint_off() 
     assert_eq!(status, 403, "{text}");
     assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
 }
+
+#[test]
+fn the_typescript_sdk_client_connects_lists_and_executes() {
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let out = std::process::Command::new("node")
+        .arg(repo().join("local/tests/fixtures/http-measure.mjs"))
+        .arg("3")
+        .env("MCP_SDK_DIR", crate::support::packages().join("@modelcontextprotocol/sdk"))
+        .env("MCP_URL", format!("http://127.0.0.1:{}/t/acme/mcp", hub.port))
+        .env("MCP_TOKEN", "unused")
+        .output()
+        .expect("starting node: install Node.js");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let measured: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(measured["executeMs"]["n"], 3, "{measured}");
+}
+
+#[test]
+fn an_upstream_that_answers_garbage_is_reported() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["sources"][0]["url"] = json!(format!("{}/nowhere", counter.origin()));
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute("acme", json!({"code": "return await counter.count({})"}));
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("HTTP 404"), "{envelope}");
+}
