@@ -63,6 +63,18 @@ pub struct Load {
     pub policy: PolicyState,
     #[serde(default)]
     pub secrets: Vec<SecretValues>,
+    /// A lower per-call upstream timeout for this tenant, in ms (never above the default).
+    #[serde(default, rename = "upstreamTimeoutMs", skip_serializing_if = "Option::is_none")]
+    pub upstream_timeout_ms: Option<u64>,
+}
+
+/// A tenant's own limits: the defaults, lowered where its load asked.
+pub fn tenant_limits(upstream_timeout_ms: Option<u64>) -> capabilities_core::limits::Limits {
+    let mut limits = capabilities_core::limits::Limits::DEFAULT;
+    if let Some(ms) = upstream_timeout_ms {
+        limits.upstream_timeout_ms = limits.upstream_timeout_ms.min(ms.max(1));
+    }
+    limits
 }
 
 /// Why a load was refused.

@@ -20,7 +20,7 @@ use worker::{DurableObject, Env, Request, Response, Result, State, durable_objec
 use super::platform::{WorkerClock, WorkerEntropy, now_micros, secret_text};
 use super::store::SqlStore;
 use super::upstream::{FetchUpstream, SealedSecrets};
-use crate::records::{Load, Source, catalog};
+use crate::records::{Load, Source, catalog, tenant_limits};
 use crate::rpc;
 use crate::seal::SealKey;
 use crate::split_tenant;
@@ -83,8 +83,10 @@ impl Hub {
         if let Some(loaded) = self.loaded.borrow().as_ref() {
             return Ok(Rc::clone(loaded));
         }
+        let store = self.store()?;
         let (sources, policy, problems) =
-            self.store()?.config().map_err(|e| worker::Error::RustError(e.to_string()))?;
+            store.config().map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let timeout = store.upstream_timeout_ms().map_err(|e| worker::Error::RustError(e.to_string()))?;
         for problem in problems {
             worker::console_warn!("{problem}");
         }
@@ -92,7 +94,7 @@ impl Hub {
             worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
             CompiledPolicy::default()
         });
-        let surface = Surface::new(catalog(&sources), policy, Limits::DEFAULT);
+        let surface = Surface::new(catalog(&sources), policy, tenant_limits(timeout));
         let loaded = Rc::new(Loaded { sources: Rc::new(sources), surface });
         *self.loaded.borrow_mut() = Some(Rc::clone(&loaded));
         Ok(loaded)

@@ -12,7 +12,8 @@ use worker::{SqlStorageValue, Storage};
 use crate::records::{Load, Source};
 use crate::seal::SealKey;
 
-const SCHEMA: [&str; 5] = [
+const SCHEMA: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
      PRIMARY KEY (run_id, seq))",
@@ -109,6 +110,14 @@ impl SqlStore {
         Ok((sources, policy, problems))
     }
 
+    /// The tenant's lowered upstream timeout, if its load set one.
+    pub(crate) fn upstream_timeout_ms(&self) -> Result<Option<u64>, StoreError> {
+        let row = self.rows::<Record>("settings", "SELECT record FROM settings WHERE id = 1", vec![])?.pop();
+        Ok(row
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.record).ok())
+            .and_then(|v| v["upstreamTimeoutMs"].as_u64()))
+    }
+
     /// Replaces the whole configuration with `load` (already checked), sealing its secrets.
     /// Every statement runs in one synchronous stretch, so the object commits them together.
     pub(crate) fn replace(
@@ -118,7 +127,7 @@ impl SqlStore {
         tenant: &str,
         nonce: &mut dyn FnMut() -> [u8; 12],
     ) -> Result<(), StoreError> {
-        for table in ["sources", "policy", "secrets"] {
+        for table in ["sources", "policy", "secrets", "settings"] {
             self.exec("load", &format!("DELETE FROM {table}"), vec![])?;
         }
         for source in &load.sources {
@@ -131,6 +140,8 @@ impl SqlStore {
         }
         let policy = serde_json::to_string(&load.policy).map_err(|e| io("load", e))?;
         self.exec("load", "INSERT INTO policy (id, record) VALUES (1, ?)", vec![text(&policy)])?;
+        let settings = serde_json::json!({ "upstreamTimeoutMs": load.upstream_timeout_ms }).to_string();
+        self.exec("load", "INSERT INTO settings (id, record) VALUES (1, ?)", vec![text(&settings)])?;
         for secret in &load.secrets {
             for (slot, value) in &secret.values {
                 let label = seal_label(tenant, &secret.namespace, &secret.connection, slot);

@@ -266,3 +266,21 @@ fn an_upstream_that_answers_garbage_is_reported() {
     assert_eq!(envelope["status"], "failed", "{envelope}");
     assert!(envelope["error"]["message"].as_str().unwrap().contains("HTTP 404"), "{envelope}");
 }
+
+#[test]
+fn an_upstream_that_hangs_past_the_timeout_is_refused_and_reported() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["upstreamTimeoutMs"] = json!(500);
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let started = Instant::now();
+    let envelope = hub.execute("acme", json!({"code": "return await counter.slow({ms: 10000})"}));
+    assert!(started.elapsed() < Duration::from_secs(8), "the timeout did not fire: {:?}", started.elapsed());
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("500 ms"), "{envelope}");
+    assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
+}
