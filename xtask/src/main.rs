@@ -9,13 +9,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+mod hosted;
+
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 const HELP: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test     fmt check, clippy (warnings denied), nextest over the workspace, core for wasm32
+  test     fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
+           workspace, core for wasm32
   bench    run the criterion benchmarks (extra arguments go to cargo bench)
   invariants [--long]
            the invariant suite (I1–I8) against the local targets; --long runs the
@@ -24,6 +27,8 @@ commands:
            measure `hub serve --stdio` (release build): start to initialize and tools/list,
            idle memory, and execute of one call against the same call made directly
   wasm     build capabilities-core for wasm32-unknown-unknown
+  hosted build | dev [--port N] [--dir PATH]
+           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
   evals [--live]
            run the scripted eval suite (code mode against direct tools) and write
            evals/results/report.md and report.json; fails when a gate regresses
@@ -49,6 +54,7 @@ fn run() -> Result<()> {
         Some("invariants") => invariants(args.get(1).is_some_and(|a| a == "--long")),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("wasm") => wasm(),
+        Some("hosted") => hosted::hosted(&args[1..]),
         Some("evals") => evals(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             eprint!("{HELP}");
@@ -67,6 +73,8 @@ fn test() -> Result<()> {
     step("clippy", cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
     ensure_nextest()?;
     ensure_node_packages()?;
+    // hosted/tests drive the Worker bundle in workerd.
+    hosted::build()?;
     // The invariant and eval suites drive the real binary: point them at the one nextest builds
     // for the local crate's tests, so they do not build it again with other features.
     let mut tests = cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]);

@@ -4,6 +4,7 @@
 pub mod describe;
 pub mod envelope;
 pub mod search;
+pub mod tools;
 
 use serde_json::Value;
 

@@ -396,37 +396,13 @@ fn parse_call(name: &str, arguments: Value, limits: &Limits) -> Result<Request, 
     }
 }
 
-/// `execute` takes exactly one of `code` and `resume`, each a string.
+/// `execute` takes exactly one of `code` and `resume`, each a string (checked by the core).
 fn parse_execute(arguments: &Value, limits: &Limits) -> Result<Request, String> {
-    let field = |name: &str| -> Result<Option<String>, String> {
-        match arguments.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(_) => Err(format!("`{name}` must be a string")),
-        }
-    };
-    if let Some(extra) = arguments.as_object().and_then(|o| o.keys().find(|k| *k != "code" && *k != "resume"))
-    {
-        return Err(format!("execute takes `code` or `resume`, not `{extra}`"));
-    }
-    match (field("code")?, field("resume")?) {
-        (Some(_), Some(_)) => {
-            Err("send either `code` (a new run) or `resume` (a runId to continue), not both".to_owned())
-        }
-        (None, None) => {
-            Err("execute needs `code` (JavaScript to run) or `resume` (the runId of a waiting run)"
-                .to_owned())
-        }
-        (Some(code), None) if code.len() > limits.code_bytes => Err(format!(
-            "`code` is {} bytes, over the limit of {}: split the work into smaller runs",
-            code.len(),
-            limits.code_bytes
-        )),
-        (Some(code), None) if code.trim().is_empty() => {
-            Err("`code` is empty: send the body of an async function".to_owned())
-        }
-        (Some(code), None) => Ok(Request::Execute(code)),
-        (None, Some(run_id)) => Ok(Request::Resume(run_id)),
+    use capabilities_core::surface::tools::ExecuteRequest;
+    match capabilities_core::surface::tools::parse_execute(arguments, limits)? {
+        ExecuteRequest::Code(code) => Ok(Request::Execute(code)),
+        ExecuteRequest::Resume(run_id) => Ok(Request::Resume(run_id)),
+        other => Err(format!("execute cannot serve {other:?} here")),
     }
 }
 

@@ -1,0 +1,44 @@
+//! The Worker itself (wasm32 only): the `fetch` entry that checks tokens and hands each request
+//! to its tenant's Durable Object, and the adapters the object plugs into the core's ports.
+//!
+//! Routes: `POST /t/<tenant>/mcp` (MCP; a bearer token from the `HUB_ACCESS_TOKEN` secret
+//! when that secret is set), `POST /t/<tenant>/admin/load` and `GET /t/<tenant>/admin/runs`
+//! (a bearer token from the `HUB_ADMIN_TOKEN` secret, always).
+
+mod object;
+mod platform;
+mod store;
+mod upstream;
+
+use worker::{Context, Env, Request, Response, Result, event};
+
+use crate::{same_secret, split_tenant};
+use platform::secret_text;
+
+/// The Durable Object namespace binding of the tenants' hubs.
+pub(crate) const HUB_BINDING: &str = "HUB";
+
+#[event(fetch)]
+async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let path = request.path();
+    let Some((tenant, rest)) = split_tenant(&path) else {
+        return Response::error("not found: the hub serves /t/<tenant>/mcp", 404);
+    };
+    let token = match rest {
+        "mcp" => secret_text(&env, "HUB_ACCESS_TOKEN"),
+        "admin/load" | "admin/runs" => match secret_text(&env, "HUB_ADMIN_TOKEN") {
+            Some(secret) => Some(secret),
+            None => return Response::error("the admin endpoint is off: set the HUB_ADMIN_TOKEN secret", 403),
+        },
+        _ => return Response::error("not found: the hub serves /t/<tenant>/mcp", 404),
+    };
+    if let Some(expected) = token {
+        let given = request.headers().get("authorization")?.unwrap_or_default();
+        let given = given.strip_prefix("Bearer ").unwrap_or_default();
+        if !same_secret(given, &expected) {
+            return Response::error("unauthorized: send the bearer token", 401);
+        }
+    }
+    let stub = env.durable_object(HUB_BINDING)?.id_from_name(tenant)?.get_stub()?;
+    stub.fetch_with_request(request).await
+}

@@ -1,0 +1,257 @@
+//! The tenant's records in its Durable Object's SQLite storage: configuration (sources with
+//! their manifests and connections, the policy), sealed credential values, and runs with their
+//! journals (the core's `RunStore` port). A journal append returns only after
+//! `storage.sync()`, so the entry is on disk before its result reaches the guest.
+
+use capabilities_core::policy::PolicyState;
+use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
+use capabilities_core::run::{JournalEntry, RunRecord};
+use serde::Deserialize;
+use worker::{SqlStorageValue, Storage};
+
+use crate::records::{Load, Source};
+use crate::seal::SealKey;
+
+const SCHEMA: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
+     PRIMARY KEY (run_id, seq))",
+    "CREATE TABLE IF NOT EXISTS sources (namespace TEXT PRIMARY KEY, record TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS policy (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS secrets (namespace TEXT NOT NULL, connection TEXT NOT NULL, slot TEXT NOT NULL, \
+     sealed TEXT NOT NULL, PRIMARY KEY (namespace, connection, slot))",
+];
+
+#[derive(Deserialize)]
+struct Record {
+    record: String,
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    entry: String,
+}
+
+#[derive(Deserialize)]
+struct Sealed {
+    slot: String,
+    sealed: String,
+}
+
+#[derive(Deserialize)]
+struct Run {
+    id: String,
+    status: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Count {
+    n: i64,
+}
+
+/// The tenant's SQLite storage.
+#[derive(Clone)]
+pub(crate) struct SqlStore {
+    storage: std::rc::Rc<Storage>,
+}
+
+fn io(what: &str, err: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(what.to_owned(), err.to_string())
+}
+
+fn text(value: &str) -> SqlStorageValue {
+    SqlStorageValue::from(value)
+}
+
+impl SqlStore {
+    /// Opens the storage, creating the tables on first use.
+    pub(crate) fn open(storage: Storage) -> Result<SqlStore, StoreError> {
+        let sql = storage.sql();
+        for statement in SCHEMA {
+            sql.exec(statement, None).map_err(|e| io("schema", e))?;
+        }
+        Ok(SqlStore { storage: std::rc::Rc::new(storage) })
+    }
+
+    fn rows<T: for<'de> Deserialize<'de>>(
+        &self,
+        what: &str,
+        query: &str,
+        bindings: Vec<SqlStorageValue>,
+    ) -> Result<Vec<T>, StoreError> {
+        self.storage.sql().exec(query, bindings).and_then(|c| c.to_array::<T>()).map_err(|e| io(what, e))
+    }
+
+    fn exec(&self, what: &str, query: &str, bindings: Vec<SqlStorageValue>) -> Result<(), StoreError> {
+        self.storage.sql().exec(query, bindings).map(drop).map_err(|e| io(what, e))
+    }
+
+    /// The sources and policy; records that do not parse are named in `problems`.
+    pub(crate) fn config(&self) -> Result<(Vec<Source>, PolicyState, Vec<String>), StoreError> {
+        let mut problems = Vec::new();
+        let mut sources = Vec::new();
+        for row in self.rows::<Record>("sources", "SELECT record FROM sources ORDER BY namespace", vec![])? {
+            match serde_json::from_str::<Source>(&row.record) {
+                Ok(source) => sources.push(source),
+                Err(err) => problems.push(format!("a source record is corrupt ({err}); load the hub again")),
+            }
+        }
+        let policy =
+            match self.rows::<Record>("policy", "SELECT record FROM policy WHERE id = 1", vec![])?.pop() {
+                None => PolicyState::default(),
+                Some(row) => serde_json::from_str(&row.record).unwrap_or_else(|err| {
+                    problems.push(format!(
+                        "the policy record is corrupt ({err}); every tool asks until it is loaded again"
+                    ));
+                    PolicyState::default()
+                }),
+            };
+        Ok((sources, policy, problems))
+    }
+
+    /// The tenant's lowered upstream timeout, if its load set one.
+    pub(crate) fn upstream_timeout_ms(&self) -> Result<Option<u64>, StoreError> {
+        let row = self.rows::<Record>("settings", "SELECT record FROM settings WHERE id = 1", vec![])?.pop();
+        Ok(row
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.record).ok())
+            .and_then(|v| v["upstreamTimeoutMs"].as_u64()))
+    }
+
+    /// Replaces the whole configuration with `load` (already checked), sealing its secrets.
+    /// Every statement runs in one synchronous stretch, so the object commits them together.
+    pub(crate) fn replace(
+        &self,
+        load: &Load,
+        key: &SealKey,
+        tenant: &str,
+        nonce: &mut dyn FnMut() -> [u8; 12],
+    ) -> Result<(), StoreError> {
+        for table in ["sources", "policy", "secrets", "settings"] {
+            self.exec("load", &format!("DELETE FROM {table}"), vec![])?;
+        }
+        for source in &load.sources {
+            let record = serde_json::to_string(source).map_err(|e| io("load", e))?;
+            self.exec(
+                "load",
+                "INSERT INTO sources (namespace, record) VALUES (?, ?)",
+                vec![text(&source.namespace), text(&record)],
+            )?;
+        }
+        let policy = serde_json::to_string(&load.policy).map_err(|e| io("load", e))?;
+        self.exec("load", "INSERT INTO policy (id, record) VALUES (1, ?)", vec![text(&policy)])?;
+        let settings = serde_json::json!({ "upstreamTimeoutMs": load.upstream_timeout_ms }).to_string();
+        self.exec("load", "INSERT INTO settings (id, record) VALUES (1, ?)", vec![text(&settings)])?;
+        for secret in &load.secrets {
+            for (slot, value) in &secret.values {
+                let label = seal_label(tenant, &secret.namespace, &secret.connection, slot);
+                let sealed = key.seal(&label, nonce(), value.as_bytes());
+                self.exec(
+                    "load",
+                    "INSERT INTO secrets (namespace, connection, slot, sealed) VALUES (?, ?, ?, ?)",
+                    vec![text(&secret.namespace), text(&secret.connection), text(slot), text(&sealed)],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every run's id and status, newest first.
+    pub(crate) fn runs(&self) -> Result<Vec<serde_json::Value>, StoreError> {
+        let rows = self.rows::<Run>(
+            "runs",
+            "SELECT id, json_extract(record, '$.status') AS status, json_extract(record, '$.createdMs') AS created \
+             FROM runs ORDER BY created DESC",
+            vec![],
+        )?;
+        Ok(rows.into_iter().map(|r| serde_json::json!({ "runId": r.id, "status": r.status })).collect())
+    }
+
+    /// The sealed values of one connection, by slot.
+    pub(crate) fn sealed(
+        &self,
+        namespace: &str,
+        connection: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = self.rows::<Sealed>(
+            "secrets",
+            "SELECT slot, sealed FROM secrets WHERE namespace = ? AND connection = ?",
+            vec![text(namespace), text(connection)],
+        )?;
+        Ok(rows.into_iter().map(|r| (r.slot, r.sealed)).collect())
+    }
+
+    async fn sync(&self, what: &str) -> Result<(), StoreError> {
+        self.storage.sync().await.map_err(|e| io(what, e))
+    }
+}
+
+/// What a sealed value is bound to: tenant, namespace, connection and slot.
+pub(crate) fn seal_label(tenant: &str, namespace: &str, connection: &str, slot: &str) -> String {
+    format!("{tenant}/{namespace}/{connection}/{slot}")
+}
+
+impl RunStore for SqlStore {
+    fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let what = format!("runs/{}", run.id);
+            let record = serde_json::to_string(run).map_err(|e| io(&what, e))?;
+            self.exec(
+                &what,
+                "INSERT INTO runs (id, record) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                vec![text(&run.id), text(&record)],
+            )?;
+            self.sync(&what).await
+        })
+    }
+
+    fn load_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>> {
+        Box::pin(async move {
+            let what = format!("runs/{id}");
+            let Some(row) =
+                self.rows::<Record>(&what, "SELECT record FROM runs WHERE id = ?", vec![text(id)])?.pop()
+            else {
+                return Ok(None);
+            };
+            serde_json::from_str(&row.record).map(Some).map_err(|e| StoreError::Corrupt(what, e.to_string()))
+        })
+    }
+
+    fn append_journal<'a>(
+        &'a self,
+        id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let what = format!("journal/{id}");
+            let line = serde_json::to_string(entry).map_err(|e| io(&what, e))?;
+            let next = self
+                .rows::<Count>(&what, "SELECT COUNT(*) AS n FROM journal WHERE run_id = ?", vec![text(id)])?
+                .pop()
+                .map_or(0, |c| c.n);
+            self.exec(
+                &what,
+                "INSERT INTO journal (run_id, seq, entry) VALUES (?, ?, ?)",
+                vec![text(id), SqlStorageValue::from(next), text(&line)],
+            )?;
+            self.sync(&what).await
+        })
+    }
+
+    fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
+        Box::pin(async move {
+            let what = format!("journal/{id}");
+            let rows = self.rows::<Entry>(
+                &what,
+                "SELECT entry FROM journal WHERE run_id = ? ORDER BY seq",
+                vec![text(id)],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    serde_json::from_str(&r.entry)
+                        .map_err(|e| StoreError::Corrupt(what.clone(), e.to_string()))
+                })
+                .collect()
+        })
+    }
+}

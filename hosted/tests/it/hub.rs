@@ -1,0 +1,286 @@
+//! The hosted hub end to end: workerd on loopback, the tenant's Durable Object on disk.
+
+use std::time::{Duration, Instant};
+
+use capabilities_core::address::ToolAddress;
+use capabilities_core::limits::Limits;
+use capabilities_core::manifest::Manifest;
+use capabilities_core::policy::{Effect, PolicyState, Rule};
+use serde_json::{Value, json};
+
+use crate::support::{Upstream, Workerd, repo};
+
+/// A load with one source, every tool reviewed, and `allow` rules for `allowed` tools.
+fn load_one(namespace: &str, upstream: &Upstream, manifest: &Manifest, allowed: &[&str]) -> Value {
+    let mut policy = PolicyState::default();
+    for tool in &manifest.tools {
+        policy.reviewed.insert(manifest.address(tool).to_string(), tool.digest);
+    }
+    for tool in allowed {
+        let address = ToolAddress::parse(&format!("{namespace}.{tool}")).unwrap();
+        policy.rules.push(Rule::on_tool(address, Effect::Allow));
+    }
+    json!({
+        "sources": [{
+            "namespace": namespace,
+            "url": format!("{}/mcp", upstream.origin()),
+            "reviewedOrigin": upstream.origin(),
+            "manifest": manifest,
+        }],
+        "policy": policy,
+    })
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn initialize_and_tools_list_are_the_local_hubs() {
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let snapshot: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("local/tests/snapshots/surface.json")).unwrap(),
+    )
+    .unwrap();
+    for version in ["2025-11-25", "2026-07-28"] {
+        let init = hub.rpc(
+            "acme",
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        assert_eq!(init["protocolVersion"], version);
+        assert_eq!(init["instructions"], snapshot["instructions"]);
+        assert_eq!(init["capabilities"], json!({"tools": {}}));
+    }
+    assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
+    let listed = hub.rpc("acme", "tools/list", json!({}));
+    assert_eq!(listed["tools"], snapshot["tools"]);
+    assert_eq!(
+        listed["tools"],
+        json!(capabilities_core::surface::tools::definitions(&Limits::DEFAULT)),
+        "the core's definitions are what local serves"
+    );
+}
+
+#[test]
+fn execute_return_1() {
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let envelope = hub.execute("acme", json!({"code": "return 1"}));
+    assert_eq!(envelope["status"], "completed", "{envelope}");
+    assert_eq!(envelope["result"], 1);
+    let search = hub.rpc("acme", "tools/call", json!({"name": "search", "arguments": {"query": "anything"}}));
+    assert_eq!(search["isError"], false, "{search}");
+}
+
+#[test]
+fn execute_calls_server_everything_over_http() {
+    let everything = Upstream::everything();
+    let manifest = everything.manifest("everything");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let (status, text) = hub.load("acme", &load_one("everything", &everything, &manifest, &["echo"]));
+    assert_eq!(status, 200, "{text}");
+    let envelope =
+        hub.execute("acme", json!({"code": "return await everything.echo({message: 'through workerd'})"}));
+    assert_eq!(envelope["status"], "completed", "{envelope}");
+    assert!(envelope["result"].to_string().contains("Echo: through workerd"), "{envelope}");
+    // The surface reads the same catalog.
+    let found =
+        hub.rpc("acme", "tools/call", json!({"name": "search", "arguments": {"query": "echo a message"}}));
+    assert!(found["content"][0]["text"].as_str().unwrap().contains("everything.echo"), "{found}");
+    // Another tenant has none of it.
+    let other = hub.execute("other", json!({"code": "return typeof everything"}));
+    assert_eq!(other["result"], "undefined", "{other}");
+}
+
+#[test]
+fn a_write_waits_for_approval_and_nothing_goes_upstream() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let (status, text) = hub.load("acme", &load_one("counter", &counter, &manifest, &[]));
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute(
+        "acme",
+        json!({"code": "await counter.count({}); return await counter.write({text: 'hi'})"}),
+    );
+    assert_eq!(envelope["status"], "awaiting_approval", "{envelope}");
+    assert_eq!(envelope["pending"][0]["address"], "counter.write", "{envelope}");
+    assert_eq!(counter.calls(), json!({"count": 1}));
+    // Asking again does not run anything again.
+    let again = hub.execute("acme", json!({"resume": envelope["runId"]}));
+    assert_eq!(again["status"], "awaiting_approval", "{again}");
+    assert_eq!(counter.calls(), json!({"count": 1}));
+}
+
+#[test]
+fn a_killed_workerd_resumes_from_its_journal_without_repeating_a_call() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let (status, text) = hub.load("acme", &load_one("counter", &counter, &manifest, &[]));
+    assert_eq!(status, 200, "{text}");
+    let port = hub.port;
+    let code = "const n = await counter.count({}); \
+                let slow; try { slow = await counter.slow({ms: 20000}); } catch (e) { slow = e.code; } \
+                return {n, slow, after: await counter.count({})};";
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "execute", "arguments": {"code": code}}});
+    let running =
+        std::thread::spawn(move || crate::support::post(port, "/t/acme/mcp", None, &body.to_string()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while counter.calls().get("slow").is_none() {
+        assert!(Instant::now() < deadline, "the slow call never reached the upstream");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    hub.kill();
+    let _ = running.join();
+    let hub = Workerd::start(dir.path());
+    let runs = hub.runs("acme");
+    assert_eq!(runs[0]["status"], "running", "{runs}");
+    let resumed = hub.execute("acme", json!({"resume": runs[0]["runId"]}));
+    assert_eq!(resumed["status"], "completed", "{resumed}");
+    // The first count came from the journal; the lost slow call was not made again.
+    assert_eq!(resumed["result"], json!({"n": "1", "slow": "outcome_unknown", "after": "2"}), "{resumed}");
+    assert_eq!(counter.calls(), json!({"count": 2, "slow": 1}));
+}
+
+#[test]
+fn a_guest_infinite_loop_ends_with_the_limit_error_and_workerd_keeps_answering() {
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let started = Instant::now();
+    let envelope = hub.execute("acme", json!({"code": "while (true) {}"}));
+    let took = started.elapsed();
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert_eq!(envelope["error"]["code"], "compute_limit", "{envelope}");
+    eprintln!("while(true) stopped after {took:?}");
+    assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
+    assert_eq!(hub.execute("acme", json!({"code": "return 2"}))["result"], 2);
+}
+
+#[test]
+fn the_admin_endpoint_needs_its_token_and_refuses_unreviewed_origins() {
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let (status, _) = crate::support::post(hub.port, "/t/acme/admin/load", Some("wrong"), "{}");
+    assert_eq!(status, 401);
+    let (status, _) = crate::support::post(hub.port, "/t/acme/admin/load", None, "{}");
+    assert_eq!(status, 401);
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["sources"][0]["reviewedOrigin"] = json!("http://127.0.0.2:1");
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 400);
+    assert!(text.contains("not on the reviewed origin"), "{text}");
+}
+
+#[test]
+fn credentials_are_sealed_at_rest_scrubbed_and_never_follow_a_redirect_to_another_origin() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let secret = "s3cret-value-8f2d41";
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["sources"][0]["connections"] = json!([{"name": "work", "slots": ["authorization"]}]);
+    load["secrets"] = json!([{"namespace": "counter", "connection": "work", "values": [["authorization", format!("Bearer {secret}")]]}]);
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute("acme", json!({"code": "return await counter.auth({})"}));
+    assert_eq!(envelope["status"], "completed", "{envelope}");
+    let shown = envelope["result"].to_string();
+    assert!(shown.contains("[secret]") && !shown.contains(secret), "{shown}");
+    assert_eq!(counter.calls(), json!({"auth": 1}), "the credential reached the upstream");
+    for entry in walk(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{} holds the secret",
+            entry.display()
+        );
+    }
+    // The same source behind a redirect to another origin: refused, nothing sent there.
+    load["sources"][0]["url"] = json!(format!("{}/moved", counter.origin()));
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute("acme", json!({"code": "return await counter.auth({})"}));
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("another origin"), "{envelope}");
+    assert_eq!(counter.calls(), json!({"auth": 1}));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+#[test]
+fn a_worker_without_its_secrets_still_serves_and_keeps_the_admin_endpoint_off() {
+    let dir = temp();
+    let hub = Workerd::start_with(dir.path(), &[]);
+    assert_eq!(hub.execute("acme", json!({"code": "return 1"}))["result"], 1);
+    let (status, text) = crate::support::post(hub.port, "/t/acme/admin/load", Some("anything"), "{}");
+    assert_eq!(status, 403, "{text}");
+    assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
+}
+
+#[test]
+fn the_typescript_sdk_client_connects_lists_and_executes() {
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let out = std::process::Command::new("node")
+        .arg(repo().join("local/tests/fixtures/http-measure.mjs"))
+        .arg("3")
+        .env("MCP_SDK_DIR", crate::support::packages().join("@modelcontextprotocol/sdk"))
+        .env("MCP_URL", format!("http://127.0.0.1:{}/t/acme/mcp", hub.port))
+        .env("MCP_TOKEN", "unused")
+        .output()
+        .expect("starting node: install Node.js");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let measured: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(measured["executeMs"]["n"], 3, "{measured}");
+}
+
+#[test]
+fn an_upstream_that_answers_garbage_is_reported() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["sources"][0]["url"] = json!(format!("{}/nowhere", counter.origin()));
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let envelope = hub.execute("acme", json!({"code": "return await counter.count({})"}));
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("HTTP 404"), "{envelope}");
+}
+
+#[test]
+fn an_upstream_that_hangs_past_the_timeout_is_refused_and_reported() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    let mut load = load_one("counter", &counter, &manifest, &[]);
+    load["upstreamTimeoutMs"] = json!(500);
+    let (status, text) = hub.load("acme", &load);
+    assert_eq!(status, 200, "{text}");
+    let started = Instant::now();
+    let envelope = hub.execute("acme", json!({"code": "return await counter.slow({ms: 10000})"}));
+    assert!(started.elapsed() < Duration::from_secs(8), "the timeout did not fire: {:?}", started.elapsed());
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    assert!(envelope["error"]["message"].as_str().unwrap().contains("500 ms"), "{envelope}");
+    assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
+}

@@ -1,0 +1,7 @@
+//! The hosted hub run for real: the Worker bundle served by workerd (npm) on loopback, driven
+//! over HTTP, with real MCP servers upstream. Build the bundle first (`cargo xtask hosted
+//! build`; `cargo xtask test` does).
+
+mod hub;
+mod support;
+mod wrangler;
