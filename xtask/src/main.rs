@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+mod fuzz;
 mod hosted;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -22,10 +23,13 @@ commands:
   bench    run the criterion benchmarks (extra arguments go to cargo bench)
   invariants [--long]
            the invariant suite (I1–I8) against the local targets; --long runs the
-           SIGKILL-and-resume loop over 200 runs per target
+           SIGKILL-and-resume loop over 200 runs per target, then the fuzz smoke
   bench-serve [rounds]
            measure `hub serve --stdio` (release build): start to initialize and tools/list,
            idle memory, and execute of one call against the same call made directly
+  fuzz [--seconds N]
+           build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
+           N seconds (default 60); also run by `invariants --long`
   wasm     build capabilities-core for wasm32-unknown-unknown
   hosted build | dev [--port N] [--dir PATH]
            build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
@@ -53,6 +57,7 @@ fn run() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         Some("invariants") => invariants(args.get(1).is_some_and(|a| a == "--long")),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("wasm") => wasm(),
         Some("hosted") => hosted::hosted(&args[1..]),
         Some("evals") => evals(&args[1..]),
@@ -126,7 +131,8 @@ fn invariants(long: bool) -> Result<()> {
     if long {
         cmd.env("INVARIANTS_LONG", "1");
     }
-    step("invariants", cmd)
+    step("invariants", cmd)?;
+    if long { fuzz::run(&[]) } else { Ok(()) }
 }
 
 fn bench_serve(rounds: &str) -> Result<()> {

@@ -162,6 +162,28 @@ const SYNTAX_HINT: &str =
 
 /// Turns what a model sent to `execute` into the body the sandbox runs. Never panics.
 pub fn prepare(source: &str, max_bytes: usize) -> Result<Prepared, CodeError> {
+    prepare_steps(source, max_bytes).and_then(parses_as_javascript)
+}
+
+/// The body must also parse as JavaScript, as the sandbox parses it: the TypeScript parse lets
+/// a backslash escape outside a string through (`\n<<n`, found by the `code` fuzz target).
+fn parses_as_javascript(prepared: Prepared) -> Result<Prepared, CodeError> {
+    let allocator = Allocator::default();
+    let parsed =
+        Parser::new(&allocator, &prepared.body, SourceType::mjs()).with_options(parse_options()).parse();
+    let Some(error) = parsed.diagnostics.errors().next() else { return Ok(prepared) };
+    let label = error.labels.iter().find(|label| label.primary()).or_else(|| error.labels.last());
+    let body_line = label.and_then(|label| position(&prepared.body, label.offset() as usize).0);
+    Err(CodeError {
+        kind: CodeErrorKind::Syntax,
+        message: format!("syntax error: {}", lowercase_first(&error.message)),
+        line: body_line.and_then(|line| prepared.original_line(line)),
+        column: None,
+        hint: SYNTAX_HINT.to_owned(),
+    })
+}
+
+fn prepare_steps(source: &str, max_bytes: usize) -> Result<Prepared, CodeError> {
     if source.len() > max_bytes {
         return Err(CodeError {
             kind: CodeErrorKind::TooLarge,

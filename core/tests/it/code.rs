@@ -908,3 +908,25 @@ fn odd_inputs_never_panic() {
         let _ = prepare(input, DEFAULT_MAX_BYTES);
     }
 }
+
+/// Found by the `code` fuzz target: a backslash outside a string is no identifier escape, and
+/// the TypeScript parse let it through, so the sandbox got a body it could not parse.
+#[test]
+fn fuzz_invalid_escape_outside_a_string_is_refused() {
+    check(
+        "\\n<<n",
+        expect![[r#"
+        error syntax: syntax error: invalid Unicode escape sequence (line 1)
+        hint: execute takes the body of an async function: statements, `await`, and a final `return`
+    "#]],
+    );
+    check(
+        "const a\\u0062 = 1;\nreturn ab;",
+        expect![[r#"
+        const a\u0062 = 1;
+        return ab;
+        --
+        lines: 1→1 2→2
+    "#]],
+    );
+}

@@ -4,6 +4,7 @@
 mod support;
 
 mod concurrency;
+mod conformance;
 mod i1_secrets;
 mod i2_decisions;
 mod i3_authority;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use capabilities_core::approval::Channel;
 use capabilities_core::limits::Limits;
+use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
@@ -102,7 +103,7 @@ impl HubServer {
     ) -> CallToolResult {
         let request = match parse_call(name, arguments, &self.limits) {
             Ok(request) => request,
-            Err(refused) => return *refused,
+            Err(message) => return error_text(message),
         };
         let server = self.clone();
         match on_own_thread(move || answer(&*server.host()?, request)).await {
@@ -150,7 +151,7 @@ impl HubServer {
             None => {
                 let request = match parse_call(name, arguments, &self.limits) {
                     Ok(request) => request,
-                    Err(refused) => return (*refused).into(),
+                    Err(message) => return error_text(message).into(),
                 };
                 let server = self.clone();
                 match on_own_thread(move || answer(&*server.host()?, request)).await {
@@ -384,15 +385,30 @@ enum Request {
     Resume(String),
 }
 
-/// The call `name` with `arguments`, checked; a refusal is the answer to send.
-fn parse_call(name: &str, arguments: Value, limits: &Limits) -> Result<Request, Box<CallToolResult>> {
+/// One `tools/call`: the tool's name and its arguments, checked.
+fn parse_call(name: &str, arguments: Value, limits: &Limits) -> Result<Request, String> {
     match name {
         tools::SEARCH => Ok(Request::Search(arguments)),
         tools::DESCRIBE => Ok(Request::Describe(arguments)),
-        tools::EXECUTE => parse_execute(&arguments, limits).map_err(|message| Box::new(error_text(message))),
-        other => Err(Box::new(error_text(format!(
-            "there is no tool `{other}`: this server has `search`, `describe` and `execute`"
-        )))),
+        tools::EXECUTE => parse_execute(&arguments, limits),
+        other => {
+            Err(format!("there is no tool `{other}`: this server has `search`, `describe` and `execute`"))
+        }
+    }
+}
+
+/// Takes one `tools/call` as far as it goes without a hub: the name and arguments are checked as
+/// [`HubServer::call`] checks them, `search` and `describe` are answered from `surface`, and
+/// `execute`'s code goes through the code pipeline but never reaches a sandbox. `resume`
+/// answers with the run id it would load. The JSON-RPC fuzz target drives this.
+pub fn dry_call(surface: &Surface, name: &str, arguments: Value) -> Result<String, String> {
+    match parse_call(name, arguments, &surface.limits)? {
+        Request::Search(args) => surface.search(&args),
+        Request::Describe(args) => surface.describe(&args),
+        Request::Execute(code) => capabilities_core::code::prepare(&code, surface.limits.code_bytes)
+            .map(|prepared| prepared.body)
+            .map_err(|err| err.to_string()),
+        Request::Resume(run_id) => Ok(run_id),
     }
 }
 
@@ -490,6 +506,38 @@ mod tests {
             Err(message) => format!("error: {message}"),
         };
         expect.assert_eq(&got);
+    }
+
+    #[test]
+    fn dry_calls() {
+        use capabilities_core::catalog::Catalog;
+        use capabilities_core::policy::{CompiledPolicy, PolicyState};
+        use expect_test::expect;
+        use serde_json::json;
+        let surface = Surface::new(
+            Catalog::default(),
+            CompiledPolicy::new(PolicyState::default()).unwrap(),
+            Limits::DEFAULT,
+        );
+        let got: Vec<String> = [
+            ("execute", json!({"code": "const x = 1\nx"})),
+            ("execute", json!({"code": "import x from 'y'"})),
+            ("execute", json!({"resume": "r1"})),
+            ("describe", json!({})),
+            ("fetch", json!({})),
+        ]
+        .into_iter()
+        .map(|(name, args)| match dry_call(&surface, name, args) {
+            Ok(text) => format!("ok: {text:?}"),
+            Err(message) => format!("error: {message}"),
+        })
+        .collect();
+        expect![[r#"
+            ok: "const x = 1\nreturn x"
+            error: `import` is not available: the code is the body of one async function, not a module (line 1, column 1)
+            ok: "r1"
+            error: describe takes `targets`: a list of 1 to 10 addresses (`github.createIssue`), namespaces (`github`) or type names (`github.Issue`)
+            error: there is no tool `fetch`: this server has `search`, `describe` and `execute`"#]].assert_eq(&got.join("\n"));
     }
 
     #[test]

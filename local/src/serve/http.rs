@@ -219,9 +219,15 @@ async fn discard(mut body: Incoming) {
     let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
 }
 
+/// One POSTed body as a JSON-RPC message: the parse every request passes before rmcp sees it
+/// (the JSON-RPC fuzz target starts here).
+pub fn parse_message(bytes: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
+    serde_json::from_slice(bytes)
+}
+
 /// A body that is not a JSON-RPC message gets a JSON-RPC error here, not rmcp's plain text.
 fn check_message(bytes: &[u8]) -> Result<(), Rejected> {
-    let Err(err) = serde_json::from_slice::<ClientJsonRpcMessage>(bytes) else {
+    let Err(err) = parse_message(bytes) else {
         return Ok(());
     };
     Err(match err.classify() {

@@ -1,0 +1,7 @@
+/* ```js
+not a fence
+``` */
+const x = `
+```
+`;
+return x.length;
