@@ -34,7 +34,13 @@ impl LocalHttp {
             child,
             stderr,
             runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
-            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap(),
+            // A fresh connection per request: a kept-alive one the server closed while idle
+            // (during a long case) would fail the next request before it was sent.
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap(),
             url,
             token,
             session: None,
