@@ -31,6 +31,12 @@ fn load_one(namespace: &str, upstream: &Upstream, manifest: &Manifest, allowed: 
     })
 }
 
+/// Loads `load` into `tenant`'s object and checks the Worker took it.
+fn loaded(hub: &Workerd, tenant: &str, load: &Value) {
+    let (status, text) = hub.load(tenant, load);
+    assert_eq!(status, 200, "{text}");
+}
+
 fn temp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
@@ -80,8 +86,7 @@ fn execute_calls_server_everything_over_http() {
     let manifest = everything.manifest("everything");
     let dir = temp();
     let hub = Workerd::start(dir.path());
-    let (status, text) = hub.load("acme", &load_one("everything", &everything, &manifest, &["echo"]));
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load_one("everything", &everything, &manifest, &["echo"]));
     let envelope =
         hub.execute("acme", json!({"code": "return await everything.echo({message: 'through workerd'})"}));
     assert_eq!(envelope["status"], "completed", "{envelope}");
@@ -101,8 +106,7 @@ fn a_write_waits_for_approval_and_nothing_goes_upstream() {
     let manifest = counter.manifest("counter");
     let dir = temp();
     let hub = Workerd::start(dir.path());
-    let (status, text) = hub.load("acme", &load_one("counter", &counter, &manifest, &[]));
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
     let envelope = hub.execute(
         "acme",
         json!({"code": "await counter.count({}); return await counter.write({text: 'hi'})"}),
@@ -122,8 +126,7 @@ fn a_killed_workerd_resumes_from_its_journal_without_repeating_a_call() {
     let manifest = counter.manifest("counter");
     let dir = temp();
     let hub = Workerd::start(dir.path());
-    let (status, text) = hub.load("acme", &load_one("counter", &counter, &manifest, &[]));
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
     let port = hub.port;
     let code = "const n = await counter.count({}); \
                 let slow; try { slow = await counter.slow({ms: 20000}); } catch (e) { slow = e.code; } \
@@ -190,8 +193,7 @@ fn credentials_are_sealed_at_rest_scrubbed_and_never_follow_a_redirect_to_anothe
     let mut load = load_one("counter", &counter, &manifest, &[]);
     load["sources"][0]["connections"] = json!([{"name": "work", "slots": ["authorization"]}]);
     load["secrets"] = json!([{"namespace": "counter", "connection": "work", "values": [["authorization", format!("Bearer {secret}")]]}]);
-    let (status, text) = hub.load("acme", &load);
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load);
     let envelope = hub.execute("acme", json!({"code": "return await counter.auth({})"}));
     assert_eq!(envelope["status"], "completed", "{envelope}");
     let shown = envelope["result"].to_string();
@@ -207,8 +209,7 @@ fn credentials_are_sealed_at_rest_scrubbed_and_never_follow_a_redirect_to_anothe
     }
     // The same source behind a redirect to another origin: refused, nothing sent there.
     load["sources"][0]["url"] = json!(format!("{}/moved", counter.origin()));
-    let (status, text) = hub.load("acme", &load);
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load);
     let envelope = hub.execute("acme", json!({"code": "return await counter.auth({})"}));
     assert_eq!(envelope["status"], "failed", "{envelope}");
     assert!(envelope["error"]["message"].as_str().unwrap().contains("another origin"), "{envelope}");
@@ -260,8 +261,7 @@ fn an_upstream_that_answers_garbage_is_reported() {
     let hub = Workerd::start(dir.path());
     let mut load = load_one("counter", &counter, &manifest, &[]);
     load["sources"][0]["url"] = json!(format!("{}/nowhere", counter.origin()));
-    let (status, text) = hub.load("acme", &load);
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load);
     let envelope = hub.execute("acme", json!({"code": "return await counter.count({})"}));
     assert_eq!(envelope["status"], "failed", "{envelope}");
     assert!(envelope["error"]["message"].as_str().unwrap().contains("HTTP 404"), "{envelope}");
@@ -275,8 +275,7 @@ fn an_upstream_that_hangs_past_the_timeout_is_refused_and_reported() {
     let hub = Workerd::start(dir.path());
     let mut load = load_one("counter", &counter, &manifest, &[]);
     load["upstreamTimeoutMs"] = json!(500);
-    let (status, text) = hub.load("acme", &load);
-    assert_eq!(status, 200, "{text}");
+    loaded(&hub, "acme", &load);
     let started = Instant::now();
     let envelope = hub.execute("acme", json!({"code": "return await counter.slow({ms: 10000})"}));
     assert!(started.elapsed() < Duration::from_secs(8), "the timeout did not fire: {:?}", started.elapsed());
