@@ -13,7 +13,8 @@ pub fn to_string(value: &Value) -> String {
     out
 }
 
-fn write_value(value: &Value, out: &mut String) {
+/// Appends `value`, serialised canonically, to `out`.
+pub fn write_value(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -93,7 +94,8 @@ fn es_number(f: f64) -> String {
     format!("{sign}{body}")
 }
 
-fn write_string(s: &str, out: &mut String) {
+/// Appends `s` as a canonical JSON string to `out`.
+pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {

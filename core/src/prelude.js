@@ -24,6 +24,7 @@ export function install(host, configText) {
   const G = globalThis;
   const ObjectCtor = Object;
   const ObjectPrototype = Object.prototype;
+  const ArrayPrototype = Array.prototype;
   const freeze = Object.freeze;
   const defineProperty = Object.defineProperty;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
@@ -332,154 +333,207 @@ export function install(host, configText) {
   // silently lose data: functions, symbols, BigInts, cycles, Maps and Sets are refused with
   // the path where they sit. `undefined` object members are dropped and become `null` in
   // arrays, as in JSON. Throws FAIL (with failMessage set) when refused.
-  const serialize = (root, subject, label, maxChars) => {
-    const verb = subject === "the result" ? "holds" : "hold";
-    // One growing string: QuickJS appends in place to a string nothing else holds.
-    let out = "";
-    let size = 0;
-    const ancestors = list();
-    const ancestorNodes = list();
-    const fail = (what, node, hint) => {
-      failMessage = subject + " " + verb + " " + what + " at " + pathText(node) + (hint ? ": " + hint : "");
-      throw FAIL;
-    };
-    const tooLarge = () => {
-      failMessage = subject + " " + (verb === "holds" ? "is" : "are") + " larger than " + maxChars + " bytes as JSON";
-      throw FAIL;
-    };
-    const emit = (s) => {
-      size += s.length;
-      if (size > maxChars) tooLarge();
-      out += s;
-    };
-    const quoted = (s) => {
-      if (s.length > maxChars - size) tooLarge();
-      return JSONStringify(toWellFormed(s));
-    };
-    const quote = (s) => emit(quoted(s));
-    const walk = (v, node, inArray) => {
-      switch (typeof v) {
-        case "string":
-          quote(v);
+  //
+  // Every tool call serialises its arguments, so the walk is built once rather than per call:
+  // its state lives in the variables below, and a serialisation started while another is under
+  // way (a toJSON or getter that calls a tool) saves and restores them. A path node is made
+  // only for an object or a refusal; a leaf needs none.
+  let sOut = "";
+  let sSize = 0;
+  let sMax = 0;
+  let sSubject = "";
+  let sAncestors = list();
+  let sAncestorNodes = list();
+  let serializing = false;
+  const pathNode = (parent, key) => ({ __proto__: null, parent, key });
+  const sFail = (what, node, hint) => {
+    const verb = sSubject === "the result" ? "holds" : "hold";
+    failMessage = sSubject + " " + verb + " " + what + " at " + pathText(node) + (hint ? ": " + hint : "");
+    throw FAIL;
+  };
+  const sTooLarge = () => {
+    failMessage = sSubject + " " + (sSubject === "the result" ? "is" : "are") + " larger than " + sMax + " bytes as JSON";
+    throw FAIL;
+  };
+  const sEmit = (s) => {
+    sSize += s.length;
+    if (sSize > sMax) sTooLarge();
+    sOut += s;
+  };
+  const sQuoted = (s) => {
+    if (s.length > sMax - sSize) sTooLarge();
+    return JSONStringify(toWellFormed(s));
+  };
+  const sQuote = (s) => sEmit(sQuoted(s));
+  const sWalk = (v, parent, key) => {
+    switch (typeof v) {
+      case "string":
+        sQuote(v);
+        return;
+      case "number":
+        sEmit(NumberIsFinite(v) ? JSONStringify(v) : "null");
+        return;
+      case "boolean":
+        sEmit(v ? "true" : "false");
+        return;
+      case "undefined":
+        sEmit("null");
+        return;
+      case "bigint":
+        sFail("a BigInt", pathNode(parent, key), "convert it with Number(x) or String(x)");
+      case "symbol":
+        sFail("a symbol", pathNode(parent, key), "send its description instead");
+      case "function":
+        sFail("a function", pathNode(parent, key), "send data, not code");
+      default:
+        if (v === null) {
+          sEmit("null");
           return;
-        case "number":
-          emit(NumberIsFinite(v) ? JSONStringify(v) : "null");
-          return;
-        case "boolean":
-          emit(v ? "true" : "false");
-          return;
-        case "undefined":
-          emit("null");
-          return;
-        case "bigint":
-          fail("a BigInt", node, "convert it with Number(x) or String(x)");
-        case "symbol":
-          fail("a symbol", node, "send its description instead");
-        case "function":
-          fail("a function", node, "send data, not code");
-        default:
-          if (v === null) {
-            emit("null");
+        }
+        sWalkObject(v, pathNode(parent, key));
+    }
+  };
+  const sWalkMembers = (o, node, keys, first) => {
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      const value = o[key];
+      if (value === undefined) continue;
+      sEmit((first ? "" : ",") + sQuoted(key) + ":");
+      first = false;
+      sWalk(value, node, key);
+    }
+  };
+  const sWalkObject = (o, node) => {
+    const ancestors = sAncestors;
+    const ancestorNodes = sAncestorNodes;
+    for (let i = 0; i < ancestors.length; i++) {
+      if (ancestors[i] === o) {
+        sFail("a cycle", node, "it refers back to " + pathText(ancestorNodes[i]));
+      }
+    }
+    if (ancestors.length >= MAX_DEPTH) sFail("nesting deeper than " + MAX_DEPTH + " levels", node, "");
+    push(ancestors, o);
+    push(ancestorNodes, node);
+    if (ArrayIsArray(o)) {
+      const length = o.length;
+      sEmit("[");
+      for (let i = 0; i < length; i++) {
+        if (i > 0) sEmit(",");
+        sWalk(o[i], node, i);
+      }
+      sEmit("]");
+    } else {
+      const proto = getPrototypeOf(o);
+      let done = false;
+      if (proto !== ObjectPrototype && proto !== null) {
+        const tag = tagOf(o);
+        let time;
+        let isDate = false;
+        if (tag === "[object Date]") {
+          try {
+            time = dateGetTime(o);
+            isDate = true;
+          } catch {}
+        }
+        if (isDate) {
+          if (NumberIsNaN(time)) sEmit("null");
+          else sQuote(dateToISOString(o));
+          done = true;
+        } else if (tag === "[object String]" || tag === "[object Number]" || tag === "[object Boolean]") {
+          let unwrapped;
+          let isWrapper = false;
+          try {
+            unwrapped =
+              tag === "[object String]" ? stringValueOf(o) : tag === "[object Number]" ? numberValueOf(o) : booleanValueOf(o);
+            isWrapper = true;
+          } catch {}
+          if (isWrapper) {
+            ancestors.length = ancestors.length - 1;
+            ancestorNodes.length = ancestorNodes.length - 1;
+            sWalk(unwrapped, node.parent, node.key);
             return;
           }
-          walkObject(v, node);
-      }
-    };
-    const walkMembers = (o, node, keys, first) => {
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[i];
-        const value = o[key];
-        if (value === undefined) continue;
-        emit((first ? "" : ",") + quoted(key) + ":");
-        first = false;
-        walk(value, { __proto__: null, parent: node, key }, false);
-      }
-    };
-    const walkObject = (o, node) => {
-      for (let i = 0; i < ancestors.length; i++) {
-        if (ancestors[i] === o) {
-          fail("a cycle", node, "it refers back to " + pathText(ancestorNodes[i]));
-        }
-      }
-      if (ancestors.length >= MAX_DEPTH) fail("nesting deeper than " + MAX_DEPTH + " levels", node, "");
-      push(ancestors, o);
-      push(ancestorNodes, node);
-      if (ArrayIsArray(o)) {
-        const length = o.length;
-        emit("[");
-        for (let i = 0; i < length; i++) {
-          if (i > 0) emit(",");
-          walk(o[i], { __proto__: null, parent: node, key: i }, true);
-        }
-        emit("]");
-      } else {
-        const proto = getPrototypeOf(o);
-        let done = false;
-        if (proto !== ObjectPrototype && proto !== null) {
-          const tag = tagOf(o);
-          let time;
-          let isDate = false;
-          if (tag === "[object Date]") {
-            try {
-              time = dateGetTime(o);
-              isDate = true;
-            } catch {}
-          }
-          if (isDate) {
-            if (NumberIsNaN(time)) emit("null");
-            else quote(dateToISOString(o));
-            done = true;
-          } else if (tag === "[object String]" || tag === "[object Number]" || tag === "[object Boolean]") {
-            try {
-              const unwrapped =
-                tag === "[object String]" ? stringValueOf(o) : tag === "[object Number]" ? numberValueOf(o) : booleanValueOf(o);
-              walk(unwrapped, node, false);
-              done = true;
-            } catch {}
-          } else if (kindHint[tag] !== undefined) {
-            fail(kindHint[tag][0], node, kindHint[tag][1]);
-          } else if (typedArrayTag(o) !== undefined) {
-            fail("a " + typedArrayTag(o), node, "turn it into an array with Array.from(x)");
-          } else if (tag === "[object Error]") {
-            emit("{");
-            let name = "Error";
-            let message = "";
-            try {
-              name = StringCtor(o.name);
-              message = StringCtor(o.message);
-            } catch {}
-            emit('"name":');
-            quote(name);
-            emit(',"message":');
-            quote(message);
-            walkMembers(o, node, objectKeys(o), false);
-            emit("}");
-            done = true;
-          } else {
-            const toJSON = o.toJSON;
-            if (typeof toJSON === "function") {
-              const replacement = ReflectApply(toJSON, o, [node.parent === null ? "" : StringCtor(node.key)]);
-              ancestors.length = ancestors.length - 1;
-              ancestorNodes.length = ancestorNodes.length - 1;
-              if (replacement !== null && typeof replacement === "object" && getPrototypeOf(replacement) !== ObjectPrototype && getPrototypeOf(replacement) !== null && !ArrayIsArray(replacement)) {
-                fail("an object whose toJSON returned another class instance", node, "return plain data from toJSON");
-              }
-              walk(replacement, node, false);
-              return;
+        } else if (kindHint[tag] !== undefined) {
+          sFail(kindHint[tag][0], node, kindHint[tag][1]);
+        } else if (typedArrayTag(o) !== undefined) {
+          sFail("a " + typedArrayTag(o), node, "turn it into an array with Array.from(x)");
+        } else if (tag === "[object Error]") {
+          sEmit("{");
+          let name = "Error";
+          let message = "";
+          try {
+            name = StringCtor(o.name);
+            message = StringCtor(o.message);
+          } catch {}
+          sEmit('"name":');
+          sQuote(name);
+          sEmit(',"message":');
+          sQuote(message);
+          sWalkMembers(o, node, objectKeys(o), false);
+          sEmit("}");
+          done = true;
+        } else {
+          const toJSON = o.toJSON;
+          if (typeof toJSON === "function") {
+            const replacement = ReflectApply(toJSON, o, [node.parent === null ? "" : StringCtor(node.key)]);
+            ancestors.length = ancestors.length - 1;
+            ancestorNodes.length = ancestorNodes.length - 1;
+            if (replacement !== null && typeof replacement === "object" && getPrototypeOf(replacement) !== ObjectPrototype && getPrototypeOf(replacement) !== null && !ArrayIsArray(replacement)) {
+              sFail("an object whose toJSON returned another class instance", node, "return plain data from toJSON");
             }
+            sWalk(replacement, node.parent, node.key);
+            return;
           }
         }
-        if (!done) {
-          emit("{");
-          walkMembers(o, node, objectKeys(o), true);
-          emit("}");
-        }
       }
-      ancestors.length = ancestors.length - 1;
-      ancestorNodes.length = ancestorNodes.length - 1;
-    };
-    walk(root, { __proto__: null, parent: null, key: label }, false);
-    return out;
+      if (!done) {
+        sEmit("{");
+        sWalkMembers(o, node, objectKeys(o), true);
+        sEmit("}");
+      }
+    }
+    ancestors.length = ancestors.length - 1;
+    ancestorNodes.length = ancestorNodes.length - 1;
+  };
+  const serializeNested = (root, subject, label, maxChars) => {
+    const out = sOut;
+    const size = sSize;
+    const max = sMax;
+    const outerSubject = sSubject;
+    const ancestors = sAncestors;
+    const ancestorNodes = sAncestorNodes;
+    sAncestors = list();
+    sAncestorNodes = list();
+    serializing = false;
+    try {
+      return serialize(root, subject, label, maxChars);
+    } finally {
+      serializing = true;
+      sOut = out;
+      sSize = size;
+      sMax = max;
+      sSubject = outerSubject;
+      sAncestors = ancestors;
+      sAncestorNodes = ancestorNodes;
+    }
+  };
+  const serialize = (root, subject, label, maxChars) => {
+    if (serializing) return serializeNested(root, subject, label, maxChars);
+    serializing = true;
+    // One growing string: QuickJS appends in place to a string nothing else holds.
+    sOut = "";
+    sSize = 0;
+    sMax = maxChars;
+    sSubject = subject;
+    try {
+      sWalk(root, null, label);
+      return sOut;
+    } finally {
+      serializing = false;
+      sOut = "";
+      sAncestors.length = 0;
+      sAncestorNodes.length = 0;
+    }
   };
 
   // ---- console ---------------------------------------------------------------------------
@@ -1371,6 +1425,16 @@ export function install(host, configText) {
 
   // ---- what the driver calls ---------------------------------------------------------------
 
+  // Whether reading `then` on a parsed answer finds nothing without running guest code: its
+  // prototype chain is the untouched intrinsic one (Object.prototype's own prototype cannot be
+  // changed) and no link of it has `then`. Checking is cheaper than hiding `then` every time.
+  const thenUnreachable = (value) => {
+    if (hasOwn(ObjectPrototype, "then")) return false;
+    const proto = getPrototypeOf(value);
+    if (proto === ObjectPrototype) return true;
+    return proto === ArrayPrototype && !hasOwn(ArrayPrototype, "then") && getPrototypeOf(ArrayPrototype) === ObjectPrototype;
+  };
+
   const MAX_RESULT_CHARS = +config.maxResultBytes;
   return freeze({
     __proto__: null,
@@ -1387,7 +1451,7 @@ export function install(host, configText) {
           entry.reject(e);
           return;
         }
-        if (value !== null && typeof value === "object" && !hasOwn(value, "then")) {
+        if (value !== null && typeof value === "object" && !hasOwn(value, "then") && !thenUnreachable(value)) {
           // Resolving reads `value.then`; an own `undefined` hides any `then` the guest put on
           // Object.prototype for that one read, so the answer is delivered as it came.
           defineProperty(value, "then", data(undefined, false, true, true));

@@ -191,6 +191,8 @@ impl Engine<'_> {
         };
         let bridge = AttemptBridge {
             engine: self,
+            run_id: run.id.clone(),
+            calls: RefCell::new(CallList::from_journal(&journal)),
             run: RefCell::new(run),
             journal,
             old_pending,
@@ -200,7 +202,7 @@ impl Engine<'_> {
             secret_values: RefCell::new(Vec::new()),
         };
         let report = self.sandbox.run(attempt, &bridge).await;
-        let AttemptBridge { run, failure, secret_values, .. } = bridge;
+        let AttemptBridge { run, failure, secret_values, calls, .. } = bridge;
         let mut run = run.into_inner();
         let secret_values = secret_values.into_inner();
         run.output =
@@ -274,11 +276,21 @@ impl Engine<'_> {
         if run.status != RunStatus::AwaitingInput {
             run.pending.clear();
         }
-        self.finish(run, secret_values).await
+        self.finish_with(run, secret_values, Some(calls.into_inner().into_summaries())).await
     }
 
     /// Scrubs, saves and reports a run.
-    async fn finish(&self, mut run: RunRecord, secret_values: Vec<String>) -> Envelope {
+    async fn finish(&self, run: RunRecord, secret_values: Vec<String>) -> Envelope {
+        self.finish_with(run, secret_values, None).await
+    }
+
+    /// [`Engine::finish`] with the run's calls when the caller already knows them.
+    async fn finish_with(
+        &self,
+        mut run: RunRecord,
+        secret_values: Vec<String>,
+        calls: Option<Vec<CallSummary>>,
+    ) -> Envelope {
         if !secret_values.is_empty() {
             match Scrubber::new(&secret_values) {
                 Ok(scrubber) => {
@@ -312,7 +324,10 @@ impl Engine<'_> {
         if let Err(err) = self.store.save_run(&run).await {
             return Envelope::store_failure(&run.id, &err.to_string());
         }
-        self.envelope(&run).await
+        match calls {
+            Some(calls) => Envelope::from_run(&run, calls, &self.limits),
+            None => self.envelope(&run).await,
+        }
     }
 
     async fn envelope(&self, run: &RunRecord) -> Envelope {
@@ -377,6 +392,52 @@ struct AttemptBridge<'e, 'a> {
     waiters: RefCell<VecDeque<Waker>>,
     /// Credential values resolved in this attempt, to scrub the final result and logs again.
     secret_values: RefCell<Vec<String>>,
+    run_id: String,
+    /// The journal's calls as the envelope lists them, kept as entries are appended so the
+    /// end of an attempt need not read the journal back.
+    calls: RefCell<CallList>,
+}
+
+/// The calls of a journal in order, folded the way [`fold_journal`] folds them: the first
+/// line for a call and its first outcome count.
+#[derive(Default)]
+struct CallList(BTreeMap<u32, (CallSummary, bool)>);
+
+impl CallList {
+    fn from_journal(journal: &BTreeMap<u32, JournaledCall>) -> CallList {
+        CallList(
+            journal
+                .values()
+                .map(|c| {
+                    let ok = c.outcome.as_ref().is_some_and(CallOutcome::is_ok);
+                    (c.seq, (CallSummary { address: c.address.clone(), ok, ms: c.ms }, c.outcome.is_some()))
+                })
+                .collect(),
+        )
+    }
+
+    fn note(&mut self, entry: &JournalEntry) {
+        match entry {
+            JournalEntry::Call { seq, address, .. } => {
+                self.0
+                    .entry(*seq)
+                    .or_insert_with(|| (CallSummary { address: address.clone(), ok: false, ms: 0 }, false));
+            }
+            JournalEntry::Outcome { seq, outcome, ms } => {
+                if let Some((summary, settled)) = self.0.get_mut(seq)
+                    && !*settled
+                {
+                    summary.ok = outcome.is_ok();
+                    summary.ms = *ms;
+                    *settled = true;
+                }
+            }
+        }
+    }
+
+    fn into_summaries(self) -> Vec<CallSummary> {
+        self.0.into_values().map(|(summary, _)| summary).collect()
+    }
 }
 
 fn failure(code: &str, message: impl Into<String>, hint: Option<&str>) -> ToolFailure {
@@ -417,23 +478,31 @@ impl AttemptBridge<'_, '_> {
     }
 
     async fn journal(&self, entry: JournalEntry) -> Result<(), RunError> {
-        let id = self.run.borrow().id.clone();
-        self.engine.store.append_journal(&id, &entry).await.map_err(|err| {
+        self.journal_ref(&entry).await
+    }
+
+    /// Appends `entry` to the run's journal and keeps the envelope's call list in step with it.
+    async fn journal_ref(&self, entry: &JournalEntry) -> Result<(), RunError> {
+        self.engine.store.append_journal(&self.run_id, entry).await.map_err(|err| {
             RunError::new(
                 "store_failed",
                 format!("the journal could not be written: {err}"),
                 Some("run `capabilities hub doctor`"),
             )
-        })
+        })?;
+        self.calls.borrow_mut().note(entry);
+        Ok(())
     }
 
     async fn settle(&self, seq: u32, outcome: CallOutcome, ms: u64) -> GuestReply {
-        if let Err(err) = self.journal(JournalEntry::Outcome { seq, outcome: outcome.clone(), ms }).await {
+        let entry = JournalEntry::Outcome { seq, outcome, ms };
+        if let Err(err) = self.journal_ref(&entry).await {
             return self.fail_run(err);
         }
-        match outcome {
-            CallOutcome::Ok { value } => GuestReply::Ok(value),
-            CallOutcome::Err { failure } => GuestReply::Err(failure),
+        match entry {
+            JournalEntry::Outcome { outcome: CallOutcome::Ok { value }, .. } => GuestReply::Ok(value),
+            JournalEntry::Outcome { outcome: CallOutcome::Err { failure }, .. } => GuestReply::Err(failure),
+            JournalEntry::Call { .. } => unreachable!("built as an outcome above"),
         }
     }
 

@@ -103,6 +103,32 @@ fn non_json_arguments_are_a_type_error_in_the_guest() {
     );
 }
 
+/// Serialising arguments can run guest code (a `toJSON`, a getter) that starts another call
+/// mid-walk; each walk keeps its own output, paths and cycle checks.
+#[test]
+fn a_tool_call_made_while_arguments_serialise_keeps_both_walks_apart() {
+    check(
+        "let inner;
+         class Later { toJSON() { inner = github.getIssue({ nested: [true, { deep: 'x' }] }); return { replaced: 1 } } }
+         class Bad { toJSON() { github.getIssue({ ok: 1 }); return { f() {} } } }
+         const outer = { a: [1, new String('boxed'), new Number(2), new Date(0)], later: new Later(), z: 'last' };
+         const first = await github.searchIssues(outer);
+         const second = await inner;
+         const errors = [];
+         try { await github.searchIssues({ list: [0, new Bad()] }) } catch (e) { errors.push(e.message) }
+         class InnerBad { toJSON() { github.getIssue({ g() {} }).catch(e => errors.push('inner: ' + e.message)); return 'kept' } }
+         const third = await github.searchIssues([{ x: new InnerBad() }, 'after']);
+         errors.push(third.args);
+         return [first.args, second.args, errors]",
+        expect![[r#"
+            completed [{"a":[1,"boxed",2,"1970-01-01T00:00:00.000Z"],"later":{"replaced":1},"z":"last"},{"nested":[true,{"deep":"x"}]},["tool arguments hold a function at args.list[1].f: send data, not code","inner: tool arguments hold a function at args.g: send data, not code",[{"x":"kept"},"after"]]]
+            call 0 github.getIssue {"nested":[true,{"deep":"x"}]} {}
+            call 1 github.searchIssues {"a":[1,"boxed",2,"1970-01-01T00:00:00.000Z"],"later":{"replaced":1},"z":"last"} {}
+            call 2 github.getIssue {"ok":1} {}
+            call 3 github.searchIssues [{"x":"kept"},"after"] {}"#]],
+    );
+}
+
 #[test]
 fn tool_failures_reject_with_tool_errors() {
     let bridge = FakeBridge::new(|call| {
