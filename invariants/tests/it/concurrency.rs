@@ -10,10 +10,15 @@ use serde_json::{Value, json};
 use crate::support::upstream_hub;
 
 const PROCESSES: usize = 8;
-const RUNS: usize = 20;
+
+/// Runs per process: 20 in the everyday suite, the full 200 under `cargo xtask invariants --long`.
+fn runs() -> usize {
+    if std::env::var_os("INVARIANTS_LONG").is_some() { 200 } else { 20 }
+}
 
 #[test]
 fn eight_hubs_share_one_store() {
+    let runs_each = runs();
     let home = Home::new();
     let upstream = upstream_hub(&home);
     let workers: Vec<_> = (0..PROCESSES)
@@ -22,7 +27,7 @@ fn eight_hubs_share_one_store() {
             std::thread::spawn(move || {
                 let mut target = Kind::Stdio.start(home);
                 let mut ids = Vec::new();
-                for i in 0..RUNS {
+                for i in 0..runs_each {
                     let key = format!("p{p}-r{i}");
                     if i % 2 == 0 {
                         let done = target.execute("return await up.env({name: 'HOME'})");
@@ -44,12 +49,12 @@ fn eight_hubs_share_one_store() {
         .collect();
     let ids: Vec<String> = workers.into_iter().flat_map(|w| w.join().expect("a worker panicked")).collect();
     let unique: BTreeSet<&String> = ids.iter().collect();
-    assert_eq!(unique.len(), PROCESSES * RUNS, "run ids are unique");
+    assert_eq!(unique.len(), PROCESSES * runs_each, "run ids are unique");
 
     // Every write once; every record whole and completed; every journal line parses.
     let calls = upstream.calls();
     for p in 0..PROCESSES {
-        for i in (1..RUNS).step_by(2) {
+        for i in (1..runs_each).step_by(2) {
             let key = format!("write p{p}-r{i}");
             assert_eq!(calls.iter().filter(|c| **c == key).count(), 1, "{key}: {calls:?}");
         }
@@ -70,7 +75,7 @@ fn eight_hubs_share_one_store() {
         assert!(listed.stdout.contains(id.as_str()), "{id} is listed");
     }
     eprintln!(
-        "concurrency: {PROCESSES} processes × {RUNS} runs, {} writes, all records whole",
-        PROCESSES * RUNS / 2
+        "concurrency: {PROCESSES} processes × {runs_each} runs, {} writes, all records whole",
+        PROCESSES * runs_each / 2
     );
 }
