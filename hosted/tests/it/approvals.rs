@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::hub::{load_one, loaded};
-use crate::support::{ADMIN_TOKEN, Upstream, Workerd, packages, post, repo, request};
+use crate::support::{ADMIN_TOKEN, SECRETS_KEY, Upstream, Workerd, packages, post, repo, request};
 
 /// Writes once with the counter's write tool (which asks under the default policy).
 const WRITE: &str = "return await counter.write({text: 'hi'})";
@@ -47,6 +47,24 @@ fn pending(hub: &Workerd, tenant: &str) -> Value {
         request(hub.port, "GET", &format!("/t/{tenant}/admin/pending"), Some(ADMIN_TOKEN), "");
     assert_eq!(status, 200, "{text}");
     serde_json::from_str(&text).unwrap()
+}
+
+/// `execute WRITE` over raw HTTP as a 2026-07-28 client that shows forms, with `retry`'s
+/// fields (`requestState`, `inputResponses`) added; the JSON-RPC result.
+fn stateless_call(hub: &Workerd, tenant: &str, retry: Value) -> Value {
+    let mut params = json!({
+        "name": "execute",
+        "arguments": { "code": WRITE },
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" },
+            "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } },
+        },
+    });
+    if let (Some(params), Some(retry)) = (params.as_object_mut(), retry.as_object()) {
+        params.extend(retry.clone());
+    }
+    hub.rpc(tenant, "tools/call", params)
 }
 
 fn writes(counter: &Upstream) -> u64 {
@@ -106,21 +124,7 @@ fn a_signed_state_counts_once_and_a_forged_one_never() {
     let hub = Workerd::start(dir.path());
     let counter = Upstream::counter();
     counter_hub(&hub, "acme", &counter);
-    let call = |retry: Value| {
-        let mut params = json!({
-            "name": "execute",
-            "arguments": { "code": WRITE },
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" },
-                "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } },
-            },
-        });
-        if let (Some(params), Some(retry)) = (params.as_object_mut(), retry.as_object()) {
-            params.extend(retry.clone());
-        }
-        hub.rpc("acme", "tools/call", params)
-    };
+    let call = |retry: Value| stateless_call(&hub, "acme", retry);
 
     let asked = call(Value::Null);
     assert_eq!(asked["resultType"], "input_required", "{asked}");
@@ -214,4 +218,36 @@ fn a_person_approves_through_the_admin_endpoint_and_the_resume_writes_once() {
     let again = hub.execute("acme", json!({ "resume": run }));
     assert_eq!(again["status"], "completed", "{again}");
     assert_eq!(writes(&counter), 1, "exactly one upstream call");
+}
+
+#[test]
+fn a_state_signed_before_the_approval_key_changed_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = Upstream::counter();
+    let secrets =
+        |key| [("HUB_ADMIN_TOKEN", ADMIN_TOKEN), ("HUB_SECRETS_KEY", SECRETS_KEY), ("HUB_APPROVAL_KEY", key)];
+    let hub = Workerd::start_with(dir.path(), &secrets("first-approval-key"));
+    counter_hub(&hub, "acme", &counter);
+    let asked = stateless_call(&hub, "acme", Value::Null);
+    let state = asked["requestState"].as_str().expect("a signed state").to_owned();
+    let pending_id = asked["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let accept = json!({ pending_id: { "action": "accept", "content": { "choice": "once" } } });
+    hub.kill();
+
+    let hub = Workerd::start_with(dir.path(), &secrets("second-approval-key"));
+    let answer = stateless_call(&hub, "acme", json!({ "inputResponses": accept, "requestState": state }));
+    assert_eq!(answer["isError"], true, "{answer}");
+    assert!(answer["content"][0]["text"].as_str().unwrap().contains("not signed by this hub"), "{answer}");
+    assert_eq!(writes(&counter), 0);
+    // The run still waits, and an admin approval still decides it.
+    let run = state.split('.').nth(1).unwrap();
+    let (status, text) = post(
+        hub.port,
+        "/t/acme/admin/approve",
+        Some(ADMIN_TOKEN),
+        &json!({ "run": run, "choice": "once" }).to_string(),
+    );
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(hub.execute("acme", json!({ "resume": run }))["status"], "completed");
+    assert_eq!(writes(&counter), 1);
 }
