@@ -4,9 +4,10 @@
 //! journals.
 //!
 //! The modules outside `worker` are plain Rust, built and unit-tested natively too: the MCP
-//! JSON-RPC handling (`rpc`), what an admin load carries (`records`), credential sealing
-//! (`seal`) and how upstream answers and redirects are read (`wire`). `worker` holds the
-//! adapters that exist only on wasm32 inside workerd.
+//! JSON-RPC handling (`rpc`, with the stateless revision's approval rounds), what an admin load
+//! carries (`records`), credential sealing (`seal`) and how upstream answers and redirects are
+//! read (`wire`). `worker` holds the adapters that exist only on wasm32 inside workerd, and the
+//! hosted hub's one recorder of a person's decisions (`worker::recorder`).
 #![forbid(unsafe_code)]
 
 pub mod records;

@@ -2,12 +2,19 @@
 //! and `tools/call`, with our own small JSON-RPC handling (rmcp's service layer needs tokio,
 //! which does not run in a Worker). The tool definitions and instructions come from the core,
 //! so `tools/list` is the local hub's, byte for byte.
+//!
+//! A client on the stateless revision (2026-07-28) that declares form elicitation in the
+//! request's `_meta` gets a run that waits for a person as an `input_required` result, as from
+//! the local hub: one form per undecided call and the signed states as `requestState`; the
+//! retried call carries the answers, which the hub records before resuming the run its states
+//! name (the code in the retried arguments does not run again). Other clients get the
+//! `awaiting_approval` envelope, and a person decides through the admin endpoint.
 
 use capabilities_core::limits::Limits;
 use capabilities_core::ports::LocalBoxFuture;
 use capabilities_core::surface::envelope::Envelope;
 use capabilities_core::surface::tools;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// Protocol versions this endpoint speaks; the first is what a client asking for another gets.
 pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2026-07-28", "2025-06-18"];
@@ -18,6 +25,33 @@ pub trait Hub {
     fn lookup(&self, tool: &str, arguments: &Value) -> Result<String, String>;
     /// `execute`: a new run or a resumed one.
     fn execute<'a>(&'a self, request: tools::ExecuteRequest) -> LocalBoxFuture<'a, Envelope>;
+    /// The `input_required` result asking about the undecided approvals of waiting run
+    /// `run_id`, or `None` when there is nothing to ask; an error says why it could not ask.
+    fn ask<'a>(&'a self, run_id: &'a str) -> LocalBoxFuture<'a, Result<Option<Value>, String>>;
+    /// Records the answers of a retried call, each only with its signed state, and resumes the
+    /// run the states name; says whether anything was recorded. Nothing is unless every state
+    /// verifies.
+    fn answer<'a>(
+        &'a self,
+        request_state: &'a str,
+        responses: Option<&'a Map<String, Value>>,
+    ) -> LocalBoxFuture<'a, Result<(Envelope, bool), String>>;
+}
+
+/// The revision from which a client can be handed forms in a result.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Whether the `tools/call` params come from a client on the stateless revision that can show
+/// a form (it declares form elicitation, or elicitation without naming a mode).
+pub fn asks_inline(params: &Value) -> bool {
+    let meta = &params["_meta"];
+    let stateless = meta[META_VERSION].as_str().is_some_and(|v| v >= STATELESS_VERSION);
+    let elicitation = &meta[META_CAPABILITIES]["elicitation"];
+    let form =
+        elicitation.is_object() && (elicitation.get("form").is_some() || elicitation.get("url").is_none());
+    stateless && form
 }
 
 /// The answer to one HTTP body: a JSON-RPC response, or `None` for a notification or a
@@ -41,9 +75,18 @@ pub async fn handle(body: &[u8], hub: &dyn Hub, limits: &Limits) -> Option<Value
     };
     let id = id?;
     let params = object.get("params").cloned().unwrap_or(Value::Null);
+    // On the stateless revision every result says what kind it is.
+    let stateless = params["_meta"][META_VERSION].as_str().is_some_and(|v| v >= STATELESS_VERSION);
+    let success = |id: Value, mut result: Value| {
+        if let (true, Some(fields)) = (stateless, result.as_object_mut()) {
+            fields.entry("resultType").or_insert_with(|| json!("complete"));
+        }
+        success(id, result)
+    };
     Some(match method {
         "initialize" => success(id, initialize(&params)),
         "ping" => success(id, json!({})),
+        "server/discover" => success(id, discover()),
         "tools/list" => success(id, json!({ "tools": tools::definitions(limits) })),
         "tools/call" => match call(&params, hub, limits).await {
             Ok(result) => success(id, result),
@@ -64,6 +107,21 @@ fn initialize(params: &Value) -> Value {
     })
 }
 
+/// What a client on the stateless revision learns instead of an `initialize` handshake.
+fn discover() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": [STATELESS_VERSION],
+        "capabilities": { "tools": {} },
+        "instructions": tools::INSTRUCTIONS,
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "_meta": {
+            "io.modelcontextprotocol/serverInfo": { "name": "capabilities", "version": env!("CARGO_PKG_VERSION") }
+        }
+    })
+}
+
 async fn call(params: &Value, hub: &dyn Hub, limits: &Limits) -> Result<Value, String> {
     let name = params.get("name").and_then(Value::as_str).ok_or("tools/call needs `name`")?;
     let arguments = match params.get("arguments") {
@@ -76,6 +134,7 @@ async fn call(params: &Value, hub: &dyn Hub, limits: &Limits) -> Result<Value, S
             Ok(text) => text_result(text, false),
             Err(message) => text_result(message, true),
         },
+        tools::EXECUTE if asks_inline(params) => inline(&arguments, params, hub, limits).await,
         tools::EXECUTE => match tools::parse_execute(&arguments, limits) {
             Ok(request) => envelope_result(&hub.execute(request).await),
             Err(message) => text_result(message, true),
@@ -85,6 +144,42 @@ async fn call(params: &Value, hub: &dyn Hub, limits: &Limits) -> Result<Value, S
             true,
         ),
     })
+}
+
+/// `execute` for a client that can be handed forms: a retried call (with `requestState`)
+/// records its answers and resumes that run; a run waiting for a person comes back as
+/// `input_required`.
+async fn inline(arguments: &Value, params: &Value, hub: &dyn Hub, limits: &Limits) -> Value {
+    let envelope = match params.get("requestState") {
+        Some(state) => {
+            let Some(state) = state.as_str() else {
+                return text_result("`requestState` must be the string the hub sent".to_owned(), true);
+            };
+            match hub.answer(state, params.get("inputResponses").and_then(Value::as_object)).await {
+                // Every form was dismissed: the calls stay pending, and asking again at once
+                // would only loop.
+                Ok((envelope, false)) => return envelope_result(&envelope),
+                Ok((envelope, true)) => envelope,
+                Err(message) => return text_result(message, true),
+            }
+        }
+        None => match tools::parse_execute(arguments, limits) {
+            Ok(request) => hub.execute(request).await,
+            Err(message) => return text_result(message, true),
+        },
+    };
+    if envelope.status != "awaiting_approval" {
+        return envelope_result(&envelope);
+    }
+    match hub.ask(&envelope.run_id).await {
+        Ok(Some(input_required)) => input_required,
+        Ok(None) => envelope_result(&envelope),
+        Err(message) => {
+            let mut envelope = envelope;
+            envelope.notices.push(message);
+            envelope_result(&envelope)
+        }
+    }
 }
 
 fn text_result(text: String, is_error: bool) -> Value {
@@ -121,7 +216,24 @@ mod tests {
             Ok(format!("{tool} {arguments}"))
         }
         fn execute<'a>(&'a self, request: tools::ExecuteRequest) -> LocalBoxFuture<'a, Envelope> {
-            Box::pin(async move { Envelope::unknown_run(&format!("{request:?}")) })
+            Box::pin(async move {
+                let mut envelope = Envelope::unknown_run(&format!("{request:?}"));
+                if matches!(&request, tools::ExecuteRequest::Code(code) if code == "wait") {
+                    envelope.run_id = "run_0123456789abcdef".to_owned();
+                    envelope.status = "awaiting_approval";
+                }
+                envelope
+            })
+        }
+        fn ask<'a>(&'a self, run_id: &'a str) -> LocalBoxFuture<'a, Result<Option<Value>, String>> {
+            Box::pin(async move { Ok(Some(json!({ "resultType": "input_required", "asked": run_id }))) })
+        }
+        fn answer<'a>(
+            &'a self,
+            request_state: &'a str,
+            _responses: Option<&'a Map<String, Value>>,
+        ) -> LocalBoxFuture<'a, Result<(Envelope, bool), String>> {
+            Box::pin(async move { Err(format!("not recorded: {request_state}")) })
         }
     }
 
@@ -160,5 +272,40 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}"#,
         );
         assert!(init.contains(r#""protocolVersion":"2025-11-25""#), "{init}");
+    }
+
+    #[test]
+    fn a_stateless_client_with_forms_is_asked_in_the_result() {
+        let meta = |caps: Value| {
+            json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps,
+            })
+        };
+        let call = |params: Value| {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+            answer(&body.to_string())
+        };
+        let code = json!({"code": "wait"});
+        // Forms declared: the waiting run comes back as the hub's question.
+        expect![[r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","asked":"run_0123456789abcdef"}}"#]]
+            .assert_eq(&call(json!({"name": "execute", "arguments": code, "_meta": meta(json!({"elicitation": {"form": {}}}))})));
+        // A retried call goes to the recorder, never to a new run.
+        expect![[r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"not recorded: v1.x"}],"isError":true,"resultType":"complete"}}"#]]
+            .assert_eq(&call(json!({"name": "execute", "arguments": code, "requestState": "v1.x",
+                "_meta": meta(json!({"elicitation": {}}))})));
+        // Without forms, or on 2025-11-25, a state in the params means nothing.
+        for params in [
+            json!({"name": "execute", "arguments": code, "requestState": "v1.x", "_meta": meta(json!({"elicitation": {"url": {}}}))}),
+            json!({"name": "execute", "arguments": code, "requestState": "v1.x"}),
+        ] {
+            let out = call(params);
+            assert!(out.contains("awaiting_approval") && !out.contains("not recorded"), "{out}");
+        }
+        assert!(asks_inline(&json!({"_meta": meta(json!({"elicitation": {"form": {}, "url": {}}}))})));
+        assert!(!asks_inline(&json!({"_meta": meta(json!({}))})));
+        let old = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
+        assert!(!asks_inline(&old));
     }
 }

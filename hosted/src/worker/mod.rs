@@ -2,11 +2,15 @@
 //! to its tenant's Durable Object, and the adapters the object plugs into the core's ports.
 //!
 //! Routes: `POST /t/<tenant>/mcp` (MCP; a bearer token from the `HUB_ACCESS_TOKEN` secret
-//! when that secret is set), `POST /t/<tenant>/admin/load` and `GET /t/<tenant>/admin/runs`
-//! (a bearer token from the `HUB_ADMIN_TOKEN` secret, always).
+//! when that secret is set), and the admin endpoint behind a bearer token from the
+//! `HUB_ADMIN_TOKEN` secret, always: `POST /t/<tenant>/admin/load`, `GET /t/<tenant>/admin/runs`,
+//! `GET /t/<tenant>/admin/pending` (runs waiting for a person, with their undecided calls) and
+//! `POST /t/<tenant>/admin/approve` (`{"run": "<run id>", "choice": "once"|"run"|"always"|"deny",
+//! "call": <n>}`; without `call`, every undecided call of the run).
 
 mod object;
 mod platform;
+mod recorder;
 mod store;
 mod upstream;
 
@@ -26,10 +30,14 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     };
     let token = match rest {
         "mcp" => secret_text(&env, "HUB_ACCESS_TOKEN"),
-        "admin/load" | "admin/runs" => match secret_text(&env, "HUB_ADMIN_TOKEN") {
-            Some(secret) => Some(secret),
-            None => return Response::error("the admin endpoint is off: set the HUB_ADMIN_TOKEN secret", 403),
-        },
+        "admin/load" | "admin/runs" | "admin/pending" | "admin/approve" => {
+            match secret_text(&env, "HUB_ADMIN_TOKEN") {
+                Some(secret) => Some(secret),
+                None => {
+                    return Response::error("the admin endpoint is off: set the HUB_ADMIN_TOKEN secret", 403);
+                }
+            }
+        }
         _ => return Response::error("not found: the hub serves /t/<tenant>/mcp", 404),
     };
     if let Some(expected) = token {

@@ -1,7 +1,8 @@
 //! The tenant's records in its Durable Object's SQLite storage: configuration (sources with
 //! their manifests and connections, the policy), sealed credential values, and runs with their
 //! journals (the core's `RunStore` port). A journal append returns only after
-//! `storage.sync()`, so the entry is on disk before its result reaches the guest.
+//! `storage.sync()`, so the entry is on disk before its result reaches the guest. It also keeps
+//! the nonces of spent approval states, one row per use.
 
 use capabilities_core::policy::PolicyState;
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
@@ -12,7 +13,7 @@ use worker::{SqlStorageValue, Storage};
 use crate::records::{Load, Source};
 use crate::seal::SealKey;
 
-const SCHEMA: [&str; 6] = [
+const SCHEMA: [&str; 7] = [
     "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
@@ -21,6 +22,7 @@ const SCHEMA: [&str; 6] = [
     "CREATE TABLE IF NOT EXISTS policy (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS secrets (namespace TEXT NOT NULL, connection TEXT NOT NULL, slot TEXT NOT NULL, \
      sealed TEXT NOT NULL, PRIMARY KEY (namespace, connection, slot))",
+    "CREATE TABLE IF NOT EXISTS nonces (run_id TEXT NOT NULL, nonce TEXT NOT NULL, PRIMARY KEY (run_id, nonce))",
 ];
 
 #[derive(Deserialize)]
@@ -181,7 +183,86 @@ impl SqlStore {
         Ok(rows.into_iter().map(|r| (r.slot, r.sealed)).collect())
     }
 
-    async fn sync(&self, what: &str) -> Result<(), StoreError> {
+    /// Run `id`, read now (no await: the caller's checks and writes stay in one stretch).
+    pub(crate) fn run_now(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let what = format!("runs/{id}");
+        let Some(row) =
+            self.rows::<Record>(&what, "SELECT record FROM runs WHERE id = ?", vec![text(id)])?.pop()
+        else {
+            return Ok(None);
+        };
+        serde_json::from_str(&row.record).map(Some).map_err(|e| StoreError::Corrupt(what, e.to_string()))
+    }
+
+    /// Writes `run` now; [`SqlStore::sync`] makes it durable.
+    pub(crate) fn put_run_now(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let what = format!("runs/{}", run.id);
+        let record = serde_json::to_string(run).map_err(|e| io(&what, e))?;
+        self.exec(
+            &what,
+            "INSERT INTO runs (id, record) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+            vec![text(&run.id), text(&record)],
+        )
+    }
+
+    /// The runs waiting for input, newest first.
+    pub(crate) fn waiting_runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let rows = self.rows::<Record>(
+            "runs",
+            "SELECT record FROM runs WHERE json_extract(record, '$.status') = 'awaiting_input' \
+             ORDER BY json_extract(record, '$.createdMs') DESC",
+            vec![],
+        )?;
+        rows.iter()
+            .map(|r| {
+                serde_json::from_str(&r.record)
+                    .map_err(|e| StoreError::Corrupt("runs".to_owned(), e.to_string()))
+            })
+            .collect()
+    }
+
+    /// Marks `nonce` of run `run_id` spent; `false` when it already was.
+    pub(crate) fn spend_nonce(&self, run_id: &str, nonce: &str) -> Result<bool, StoreError> {
+        let what = format!("nonces/{run_id}");
+        let seen = self
+            .rows::<Count>(
+                &what,
+                "SELECT COUNT(*) AS n FROM nonces WHERE run_id = ? AND nonce = ?",
+                vec![text(run_id), text(nonce)],
+            )?
+            .pop()
+            .map_or(0, |c| c.n);
+        if seen > 0 {
+            return Ok(false);
+        }
+        self.exec(
+            &what,
+            "INSERT INTO nonces (run_id, nonce) VALUES (?, ?)",
+            vec![text(run_id), text(nonce)],
+        )?;
+        Ok(true)
+    }
+
+    /// The stored policy (the default when none was loaded).
+    pub(crate) fn policy(&self) -> Result<PolicyState, StoreError> {
+        match self.rows::<Record>("policy", "SELECT record FROM policy WHERE id = 1", vec![])?.pop() {
+            None => Ok(PolicyState::default()),
+            Some(row) => serde_json::from_str(&row.record)
+                .map_err(|e| StoreError::Corrupt("policy".to_owned(), e.to_string())),
+        }
+    }
+
+    /// Replaces the stored policy now; [`SqlStore::sync`] makes it durable.
+    pub(crate) fn put_policy_now(&self, policy: &PolicyState) -> Result<(), StoreError> {
+        let record = serde_json::to_string(policy).map_err(|e| io("policy", e))?;
+        self.exec(
+            "policy",
+            "INSERT INTO policy (id, record) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+            vec![text(&record)],
+        )
+    }
+
+    pub(crate) async fn sync(&self, what: &str) -> Result<(), StoreError> {
         self.storage.sync().await.map_err(|e| io(what, e))
     }
 }

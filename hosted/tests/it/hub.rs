@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::support::{Upstream, Workerd, repo};
 
 /// A load with one source, every tool reviewed, and `allow` rules for `allowed` tools.
-fn load_one(namespace: &str, upstream: &Upstream, manifest: &Manifest, allowed: &[&str]) -> Value {
+pub(crate) fn load_one(namespace: &str, upstream: &Upstream, manifest: &Manifest, allowed: &[&str]) -> Value {
     let mut policy = PolicyState::default();
     for tool in &manifest.tools {
         policy.reviewed.insert(manifest.address(tool).to_string(), tool.digest);
@@ -32,7 +32,7 @@ fn load_one(namespace: &str, upstream: &Upstream, manifest: &Manifest, allowed: 
 }
 
 /// Loads `load` into `tenant`'s object and checks the Worker took it.
-fn loaded(hub: &Workerd, tenant: &str, load: &Value) {
+pub(crate) fn loaded(hub: &Workerd, tenant: &str, load: &Value) {
     let (status, text) = hub.load(tenant, load);
     assert_eq!(status, 200, "{text}");
 }

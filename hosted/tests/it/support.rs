@@ -83,6 +83,7 @@ impl Workerd {
             .arg(format!("storage={}", storage.display()))
             .env_remove("HUB_ADMIN_TOKEN")
             .env_remove("HUB_SECRETS_KEY")
+            .env_remove("HUB_APPROVAL_KEY")
             .envs(secrets.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use std::sync::{Arc, Mutex};
 
-use super::approvals::{self, Answer, ApprovalKey};
+use super::approvals::{self, Answer, ApprovalKey, KeyFile};
 use super::{rounds, tools};
 use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp};

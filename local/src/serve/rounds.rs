@@ -3,24 +3,21 @@
 //! `input_required` result holding one form per undecided call and the states the hub signed for
 //! them; the client shows the forms, then sends the same `tools/call` again with the answers and
 //! the states. An answer counts only with the state signed for its call, unexpired, once.
+//!
+//! The rounds themselves are the core's (`capabilities_core::approval::rounds`); this module
+//! reads the client's revision and capabilities from rmcp's request context and speaks rmcp's
+//! types.
 
-use capabilities_core::approval::{Choice, PendingCall, PendingKind};
-use capabilities_core::run::RunRecord;
+use capabilities_core::approval::PendingCall;
+use capabilities_core::approval::rounds::{self as core_rounds};
+pub use capabilities_core::approval::rounds::{Answered, Retry, undecided};
 use rmcp::model::{
-    ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ProtocolVersion,
+    ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ProtocolVersion,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
-use super::approvals::{self, Answer, ApprovalKey, Claims, StateError};
-
-/// Joins the states of one round into the one `requestState` the client echoes. Signed states
-/// are made of letters, digits, `_` and `.`, never this.
-const SEPARATOR: char = '~';
-
-/// The most calls one round asks about (a run holds at most `maxConcurrent` waiting calls; this
-/// only bounds what a forged state can make the hub verify).
-const MAX_STATES: usize = 64;
+use super::approvals::{self, Answer, ApprovalKey, StateError};
 
 /// Whether the request comes from a client on the stateless revision that can show a form.
 pub fn asks_inline(context: &RequestContext<RoleServer>) -> bool {
@@ -33,19 +30,6 @@ pub fn asks_inline(context: &RequestContext<RoleServer>) -> bool {
     stateless && form
 }
 
-/// The approvals of `run` still waiting for a person at `now_ms`, in order.
-pub fn undecided(run: &RunRecord, now_ms: u64) -> Vec<PendingCall> {
-    run.pending
-        .iter()
-        .filter(|p| {
-            p.kind == PendingKind::Approval
-                && p.expires_ms > now_ms
-                && !run.decisions.iter().any(|d| d.pending_id == p.id)
-        })
-        .cloned()
-        .collect()
-}
-
 /// The `input_required` result asking about `calls` of `run_id`: one form per call, keyed by the
 /// call's pending id, and the signed states of the round as `requestState`.
 pub fn ask(
@@ -54,31 +38,25 @@ pub fn ask(
     calls: &[PendingCall],
     now_ms: u64,
 ) -> anyhow::Result<InputRequiredResult> {
-    let mut requests = InputRequests::new();
-    let mut states = Vec::with_capacity(calls.len());
-    for pending in calls.iter().take(MAX_STATES) {
-        let expires_ms = pending.expires_ms.min(now_ms + approvals::ASK_MS);
-        let state = key.sign(run_id, pending, approvals::nonce()?, expires_ms);
-        let params = approvals::request(run_id, pending, &state, expires_ms);
-        requests.insert(pending.id.clone(), InputRequest::Elicitation(ElicitRequest::new(params)));
-        states.push(state);
+    let mut nonces = Vec::with_capacity(calls.len());
+    for _ in calls.iter().take(core_rounds::MAX_STATES) {
+        nonces.push(approvals::nonce()?);
     }
-    Ok(InputRequiredResult::new(Some(requests), Some(states.join(&SEPARATOR.to_string()))))
+    let mut nonces = nonces.into_iter();
+    let round = core_rounds::ask(key, run_id, calls, now_ms, &approvals::later(run_id), &mut || {
+        nonces.next().unwrap_or_default()
+    });
+    to_rmcp(round)
 }
 
-/// One answered call of a retried request.
-#[derive(Debug)]
-pub struct Answered {
-    pub claims: Claims,
-    pub choice: Choice,
-}
-
-/// What a retried request carries: the run its states name, and each call the person decided
-/// (a dismissed form, or a call with no answer, stays pending).
-#[derive(Debug)]
-pub struct Retry {
-    pub run_id: String,
-    pub answered: Vec<Answered>,
+/// The core's round in rmcp's types.
+fn to_rmcp(round: core_rounds::Round) -> anyhow::Result<InputRequiredResult> {
+    let mut requests = InputRequests::new();
+    for (id, form) in round.forms {
+        let params: ElicitRequestParams = serde_json::from_value(form)?;
+        requests.insert(id, InputRequest::Elicitation(ElicitRequest::new(params)));
+    }
+    Ok(InputRequiredResult::new(Some(requests), Some(round.request_state)))
 }
 
 /// Reads a retried request: every state must verify and name the same run.
@@ -88,33 +66,20 @@ pub fn read(
     responses: Option<&InputResponses>,
     now_ms: u64,
 ) -> Result<Retry, StateError> {
-    let states: Vec<&str> = request_state.split(SEPARATOR).collect();
-    if states.len() > MAX_STATES {
-        return Err(StateError::Malformed);
-    }
-    let mut run_id: Option<String> = None;
-    let mut answered = Vec::new();
-    for state in states {
-        let claims = key.verify(state, now_ms)?;
-        match &run_id {
-            Some(id) if *id != claims.run_id => return Err(StateError::Mismatch),
-            Some(_) => {}
-            None => run_id = Some(claims.run_id.clone()),
-        }
-        let reply = responses
-            .and_then(|r| r.get(&claims.pending_id))
-            .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok());
-        if let Some(Answer::Decided(choice)) = reply.as_ref().map(approvals::answer) {
-            answered.push(Answered { claims, choice });
-        }
-    }
-    Ok(Retry { run_id: run_id.ok_or(StateError::Malformed)?, answered })
+    let reply = |id: &str| {
+        responses
+            .and_then(|r| r.get(id))
+            .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok())
+            .map_or(Answer::Undecided, |reply| approvals::answer(&reply))
+    };
+    core_rounds::read(key, request_state, reply, now_ms)
 }
 
 #[cfg(test)]
 mod tests {
     use super::approvals::tests::NOW;
     use super::*;
+    use capabilities_core::approval::Choice;
     use serde_json::json;
 
     const RUN: &str = "run_0123456789abcdef";
@@ -148,6 +113,19 @@ mod tests {
     }
 
     #[test]
+    fn the_wire_is_the_cores_so_the_hosted_hub_sends_the_same() {
+        let key = ApprovalKey::from_bytes([7; 32]);
+        let calls = [pending("p_000000000001", 0), pending("p_000000000002", 1)];
+        let mut n = 0u8;
+        let round = core_rounds::ask(&key, RUN, &calls, NOW, &approvals::later(RUN), &mut || {
+            n += 1;
+            [n; 16]
+        });
+        let ours = serde_json::to_value(to_rmcp(round.clone()).unwrap()).unwrap();
+        assert_eq!(ours, round.to_value());
+    }
+
+    #[test]
     fn forged_mixed_or_expired_states_count_for_nothing() {
         let key = ApprovalKey::from_bytes([7; 32]);
         let other = ApprovalKey::from_bytes([8; 32]);
@@ -165,7 +143,7 @@ mod tests {
         );
         assert_eq!(read(&key, &state, Some(&answers), NOW + 61_000).unwrap_err(), StateError::Expired);
         assert_eq!(read(&key, "", Some(&answers), NOW).unwrap_err(), StateError::Malformed);
-        let many = vec![state.as_str(); MAX_STATES + 1].join("~");
+        let many = vec![state.as_str(); core_rounds::MAX_STATES + 1].join("~");
         assert_eq!(read(&key, &many, Some(&answers), NOW).unwrap_err(), StateError::Malformed);
     }
 }

@@ -225,7 +225,7 @@ fn the_key_file_and_nonces_stay_in_the_hub_home() {
 #[test]
 fn only_a_fresh_state_signed_for_the_call_records() {
     use capabilities::recorder;
-    use capabilities::serve::approvals::{self, ApprovalKey, StateError};
+    use capabilities::serve::approvals::{self, ApprovalKey, KeyFile, StateError};
     use capabilities::store::{Store, now_ms};
     use capabilities_core::approval::{Channel, Choice, PendingCall};
 

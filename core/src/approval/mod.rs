@@ -5,6 +5,9 @@
 //! input does (the CLI, the approval page, an elicitation answer checked against state the hub
 //! signed). A test over the source tree holds that line.
 
+pub mod rounds;
+pub mod state;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
