@@ -54,7 +54,7 @@ pub struct SourceSpec {
 /// One build of the hub, serving MCP over some transport on a private store.
 ///
 /// The person-side methods (`add_source` … `stored_files`) default to the local CLI on the
-/// target's store; a local target picks up a configuration change by starting to serve again.
+/// target's store; a serving local hub reopens its store when its configuration changed.
 pub trait Target {
     /// A short name for reports: `local-stdio`, `local-http`.
     fn name(&self) -> &'static str;
@@ -130,13 +130,11 @@ pub trait Target {
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.cli(&args, None).expect_code(0);
-        self.restart();
     }
 
     /// A person fills credential `slot` of `namespace`'s default connection.
     fn set_secret(&mut self, namespace: &str, _slot: &str, value: &str) {
         self.cli(&["auth", namespace, "--stdin"], Some(&format!("{value}\n"))).expect_code(0);
-        self.restart();
     }
 
     /// A person re-reads `namespace`'s tools, accepting every proposal when `accept`; what the
@@ -160,7 +158,6 @@ pub trait Target {
         let mut policy: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         policy["rules"] = rules;
         std::fs::write(&path, serde_json::to_vec_pretty(&policy).unwrap()).unwrap();
-        self.restart();
     }
 
     /// The policy as stored.

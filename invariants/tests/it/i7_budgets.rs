@@ -30,7 +30,6 @@ fn every_channel_is_capped(kind: Kind) {
     }
     upstream.set_tools(&tools);
     target.refresh("up", true);
-    target.restart();
     // Result and logs share `inline_result_bytes` as written in JSON (escapes counted); the
     // rest of the envelope (run id, status, calls, notices) is small.
     let cap = LIMITS.inline_result_bytes + 2 * 1024;
