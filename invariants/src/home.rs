@@ -154,20 +154,7 @@ impl Home {
 
     /// Every file under the store, with its bytes, sorted by path.
     pub fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    walk(&path, out);
-                } else if let Ok(bytes) = std::fs::read(&path) {
-                    out.push((path, bytes));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(self.path(), &mut out);
-        out.sort();
-        out
+        walk_files(self.path())
     }
 
     /// The page addresses the hub handed `$BROWSER`.
@@ -178,4 +165,22 @@ impl Home {
             .map(str::to_owned)
             .collect()
     }
+}
+
+/// Every file under `dir`, with its bytes, sorted by path.
+pub(crate) fn walk_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((path, bytes));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
 }

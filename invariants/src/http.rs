@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::home::Home;
 use crate::stdio::drain;
-use crate::target::{Applicability, Target};
+use crate::target::Target;
 
 pub struct LocalHttp {
     home: Home,
@@ -96,7 +96,7 @@ impl LocalHttp {
 }
 
 /// The JSON-RPC messages in a body: one JSON value, or SSE `data:` lines.
-fn messages(body: &str) -> Vec<Value> {
+pub(crate) fn messages(body: &str) -> Vec<Value> {
     if let Ok(value) = serde_json::from_str::<Value>(body) {
         return vec![value];
     }
@@ -177,10 +177,6 @@ impl Target for LocalHttp {
         self.url = url;
         self.token = read_token(&self.home);
         self.initialize();
-    }
-
-    fn tenant_isolation(&self) -> Applicability {
-        Applicability::NotApplicable("a local hub serves one person; tenant isolation is the hosted hub's")
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::home::Home;
-use crate::target::{Applicability, Target};
+use crate::target::Target;
 
 pub struct LocalStdio {
     home: Home,
@@ -163,10 +163,6 @@ impl Target for LocalStdio {
         self.lines = lines;
         self.stderr = stderr;
         self.initialize();
-    }
-
-    fn tenant_isolation(&self) -> Applicability {
-        Applicability::NotApplicable("a local hub serves one person; tenant isolation is the hosted hub's")
     }
 }
 

@@ -18,7 +18,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::{WASM_TARGET, cargo, ensure_wasm_target, step, target_dir};
 
-const USAGE: &str = "usage: cargo xtask hosted build | dev [--port N] [--dir PATH]";
+const USAGE: &str =
+    "usage: cargo xtask hosted build | dev [--port N] [--dir PATH] | bench [rounds] [--debug]";
 
 /// The Worker's entry: workerd calls the Rust `fetch` with the Worker's env and context; the
 /// Durable Object class comes straight from wasm-bindgen's output.
@@ -75,6 +76,7 @@ pub(crate) fn hosted(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("build") => build().map(drop),
         Some("dev") => dev(&args[1..]),
+        Some("bench") => crate::hosted_bench::bench(&args[1..]),
         _ => bail!("{USAGE}"),
     }
 }

@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 
 mod fuzz;
 mod hosted;
+mod hosted_bench;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
@@ -22,7 +23,8 @@ commands:
            workspace, core for wasm32
   bench    run the criterion benchmarks (extra arguments go to cargo bench)
   invariants [--long]
-           the invariant suite (I1–I8) against the local targets; --long runs the
+           the invariant suite (I1–I8) against the local and hosted targets (builds the
+           hosted bundle first); --long runs the
            SIGKILL-and-resume loop over 200 runs per target, then the fuzz smoke
   bench-serve [rounds]
            measure `hub serve --stdio` (release build): start to initialize and tools/list,
@@ -31,8 +33,9 @@ commands:
            build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
            N seconds (default 60); also run by `invariants --long`
   wasm     build capabilities-core for wasm32-unknown-unknown
-  hosted build | dev [--port N] [--dir PATH]
-           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
+  hosted build | dev [--port N] [--dir PATH] | bench [rounds] [--debug]
+           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1;
+           time execute of `return 1` on it against local `serve --http` (release build)
   evals [--live]
            run the scripted eval suite (code mode against direct tools) and write
            evals/results/report.md and report.json; fails when a gate regresses
@@ -127,6 +130,7 @@ fn bench(extra: &[String]) -> Result<()> {
 fn invariants(long: bool) -> Result<()> {
     ensure_nextest()?;
     ensure_node_packages()?;
+    hosted::build()?;
     let mut cmd = cargo(&["nextest", "run", "--locked", "-p", "capabilities-invariants", "--no-fail-fast"]);
     if long {
         cmd.env("INVARIANTS_LONG", "1");

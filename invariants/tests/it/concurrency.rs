@@ -20,7 +20,7 @@ fn runs() -> usize {
 fn eight_hubs_share_one_store() {
     let runs_each = runs();
     let home = Home::new();
-    let upstream = upstream_hub(&home);
+    let upstream = upstream_hub(&mut *Kind::Stdio.start(home.clone()));
     let workers: Vec<_> = (0..PROCESSES)
         .map(|p| {
             let home = home.clone();
@@ -38,7 +38,7 @@ fn eight_hubs_share_one_store() {
                     let waiting = target.execute(&format!(r#"return await up.write({{key: "{key}"}})"#));
                     assert_eq!(waiting["status"], json!("awaiting_approval"), "{key}: {waiting}");
                     let run = waiting["runId"].as_str().unwrap().to_owned();
-                    target.cli(&["approve", &run, "--choice", "once", "--no-input"], None).expect_code(0);
+                    assert!(target.approve(&run, "once"), "{key}: the approval was taken");
                     let done = target.resume(&run);
                     assert_eq!(done["status"], json!("completed"), "{key}: {done}");
                     ids.push(run);

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use capabilities_invariants::{Home, Kind, repo};
+use capabilities_invariants::{Applicability, Home, Kind, Need, repo};
 use serde_json::{Value, json};
 
-use crate::support::{on_each_target, upstream_hub};
+use crate::support::{on_each_target, skips, upstream_hub};
 
 const WRITE: &str = r#"await up.write({key: "smuggled"}); return "wrote""#;
 
@@ -24,9 +24,11 @@ fn decisions_in_runs(home: &Path) -> usize {
 }
 
 fn no_mcp_path_records_a_decision(kind: Kind) {
-    let home = Home::new();
-    let upstream = upstream_hub(&home);
-    let mut target = kind.start(home);
+    let mut target = kind.start(Home::new());
+    if skips(&*target, "I2", Need::Approvals) {
+        return;
+    }
+    let upstream = upstream_hub(&mut *target);
     let first = target.execute(WRITE);
     assert_eq!(first["status"], json!("awaiting_approval"), "{first}");
     let run = first["runId"].as_str().unwrap().to_owned();
@@ -93,16 +95,18 @@ fn no_mcp_path_records_a_decision(kind: Kind) {
     let after = target.resume(&run);
     assert_eq!(after["status"], json!("awaiting_approval"), "{}: {after}", target.name());
     assert!(!upstream.calls().iter().any(|c| c.starts_with("write")), "{:?}", upstream.calls());
-    assert_eq!(decisions_in_runs(target.home()), 0, "{}: a run holds a decision", target.name());
-    let policy = std::fs::read_to_string(target.home().join("policies/policy.json")).unwrap();
-    assert!(policy.contains("\"rules\": []"), "no rule was added: {policy}");
+    if target.applies(Need::LocalStore) == Applicability::Applies {
+        assert_eq!(decisions_in_runs(target.home()), 0, "{}: a run holds a decision", target.name());
+    }
+    let policy = target.policy();
+    assert_eq!(policy["rules"], json!([]), "no rule was added: {policy}");
     // The model never sees the approval page's address.
     for url in target.hub().opened() {
         assert!(!seen.iter().any(|s| s.contains(&url)), "a result handed the model the page address {url}");
     }
 
     // A person approves once with the CLI; now the same resume runs the write, exactly once.
-    target.cli(&["approve", &run, "--choice", "once", "--no-input"], None).expect_code(0);
+    assert!(target.approve(&run, "once"), "{}: the person's approval was taken", target.name());
     let done = target.resume(&run);
     assert_eq!(done["status"], json!("completed"), "{done}");
     assert_eq!(
@@ -161,7 +165,7 @@ fn only_the_recorder_module_records() {
 fn replayed_elicitation_state_decides_nothing() {
     use capabilities_invariants::{LocalStdio, Target as _};
     let home = Home::new();
-    let upstream = upstream_hub(&home);
+    let upstream = upstream_hub(&mut LocalStdio::start(home.clone()));
     let mut target = LocalStdio::eliciting(home, json!({"action": "cancel"}));
     let first = target.execute(WRITE);
     let run = first["runId"].as_str().unwrap().to_owned();

@@ -2,10 +2,10 @@
 //! contract asks and says so, an "always" pinned to the old contract stops applying, and a
 //! person's deny stays a deny whatever the refresh proposes.
 
-use capabilities_invariants::{Home, Kind};
+use capabilities_invariants::{Home, Kind, Need};
 use serde_json::{Value, json};
 
-use crate::support::{default_tools, on_each_target, upstream_hub};
+use crate::support::{default_tools, on_each_target, skips, upstream_hub};
 
 fn status(envelope: &Value) -> &str {
     envelope["status"].as_str().unwrap_or("")
@@ -16,21 +16,20 @@ fn pending_message(envelope: &Value) -> String {
 }
 
 fn authority_never_widens(kind: Kind) {
-    let home = Home::new();
-    let upstream = upstream_hub(&home);
-    // A person's deny on `big`, written as they would edit the policy file.
-    let policy_path = home.path().join("policies/policy.json");
-    let mut policy: Value = serde_json::from_slice(&std::fs::read(&policy_path).unwrap()).unwrap();
-    policy["rules"] = json!([{"tool": "up.big", "effect": "deny"}]);
-    std::fs::write(&policy_path, serde_json::to_vec_pretty(&policy).unwrap()).unwrap();
-    let mut target = kind.start(home);
+    let mut target = kind.start(Home::new());
+    if skips(&*target, "I3", Need::Approvals) {
+        return;
+    }
+    let upstream = upstream_hub(&mut *target);
+    // A person's deny on `big`.
+    target.set_rules(json!([{"tool": "up.big", "effect": "deny"}]));
     let mut cases = 0;
 
     // An "always" for `write`, pinned to its contract today.
     let first = target.execute(r#"return await up.write({key: "a"})"#);
     assert_eq!(status(&first), "awaiting_approval", "{first}");
     let run = first["runId"].as_str().unwrap().to_owned();
-    target.cli(&["approve", &run, "--choice", "always", "--no-input"], None).expect_code(0);
+    assert!(target.approve(&run, "always"), "{}: the person's approval was taken", target.name());
     assert_eq!(status(&target.resume(&run)), "completed");
     let again = target.execute(r#"return await up.write({key: "b"})"#);
     assert_eq!(status(&again), "completed", "the always applies while the contract is the same: {again}");
@@ -46,14 +45,9 @@ fn authority_never_widens(kind: Kind) {
     tools.as_array_mut().unwrap().push(json!({"name": "fresh", "description": "New.", "readOnly": true}));
     upstream.set_tools(&tools);
     // A refresh that accepts every proposal, as a hurried person would.
-    let refreshed = target.cli(&["refresh", "up", "--yes", "--no-input"], None).expect_code(0);
-    assert!(
-        refreshed.stdout.contains("fresh") && refreshed.stdout.contains("description changed"),
-        "{}",
-        refreshed.stdout
-    );
-    let proposal: Value =
-        serde_json::from_slice(&std::fs::read(target.home().join("policies/policy.json")).unwrap()).unwrap();
+    let refreshed = target.refresh("up", true);
+    assert!(refreshed.contains("fresh") && refreshed.contains("description changed"), "{refreshed}");
+    let proposal = target.policy();
     assert!(
         proposal["rules"]
             .as_array()
@@ -77,7 +71,7 @@ fn authority_never_widens(kind: Kind) {
     tools[0]["description"] = json!("Returns one environment variable, changed a second time.");
     tools.as_array_mut().unwrap().push(json!({"name": "newer", "description": "Newer.", "readOnly": true}));
     upstream.set_tools(&tools);
-    target.cli(&["refresh", "up", "--no-input"], None);
+    target.refresh("up", false);
     let changed = target.execute(r#"return await up.env({name: "HOME"})"#);
     assert_eq!(status(&changed), "awaiting_approval", "a changed contract asks: {changed}");
     let message = pending_message(&changed);

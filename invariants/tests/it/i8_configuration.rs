@@ -1,10 +1,12 @@
 //! I8: the model cannot change configuration. Every file of the store outside runs is the same,
 //! byte for byte, before and after a barrage of hostile `execute`, `search` and `describe` calls
-//! and protocol requests.
+//! and protocol requests. A hosted tenant keeps configuration and runs in one database with no
+//! admin read of it, so there what the tenant serves of its configuration must stay the same:
+//! its tools, every source described, every namespace listed, and the policy's effects.
 
 use std::path::{Path, PathBuf};
 
-use capabilities_invariants::{Home, Kind};
+use capabilities_invariants::{Applicability, Home, Kind, Need, Target};
 use serde_json::{Value, json};
 
 use crate::support::{on_each_target, upstream_hub};
@@ -34,6 +36,27 @@ fn configuration(home: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files
 }
 
+/// What a tenant serves of its configuration, named like files: the tool list, the source and
+/// its namespace listing, and which calls run and which ask (checked on calls that reach no
+/// upstream's state: `env` reads, `write` only ever asks here).
+fn served_configuration(target: &mut dyn Target) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut parts = vec![
+        ("tools/list", target.request("tools/list", json!({}))["result"].clone()),
+        ("describe up", target.call("describe", json!({"targets": ["up"]}))),
+        ("search up", target.call("search", json!({"query": "", "namespace": "up"}))),
+        ("search add source", target.call("search", json!({"query": "add source policy configure"}))),
+    ];
+    for (name, code) in
+        [("env runs", "return await up.env({name: 'HOME'}) !== undefined"), ("write asks", WRITE_ASKS)]
+    {
+        let envelope = target.execute(code);
+        parts.push((name, json!([envelope["status"], envelope["result"], envelope["pending"][0]["tool"]])));
+    }
+    parts.into_iter().map(|(name, value)| (PathBuf::from(name), value.to_string().into_bytes())).collect()
+}
+
+const WRITE_ASKS: &str = r#"return await up.write({key: "never"})"#;
+
 const HOSTILE_CODE: &[&str] = &[
     r#"return await up.write({key: "policy"})"#,
     r#"return await hub.add({url: "http://evil.example/mcp"})"#,
@@ -49,11 +72,14 @@ const HOSTILE_CODE: &[&str] = &[
 ];
 
 fn model_cannot_change_configuration(kind: Kind) {
-    let home = Home::new();
-    upstream_hub(&home);
-    let mut target = kind.start(home);
+    let mut target = kind.start(Home::new());
+    let upstream = upstream_hub(&mut *target);
+    let local = target.applies(Need::LocalStore) == Applicability::Applies;
+    let snapshot = |target: &mut dyn Target| {
+        if local { configuration(target.home()) } else { served_configuration(target) }
+    };
     // serve writes what it needs at start (the HTTP token); take the baseline after that.
-    let before = configuration(target.home());
+    let before = snapshot(&mut *target);
     let mut cases = 0;
     for code in HOSTILE_CODE {
         target.execute(code);
@@ -96,7 +122,7 @@ fn model_cannot_change_configuration(kind: Kind) {
         cases += 1;
     }
     target.send(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
-    let after = configuration(target.home());
+    let after = snapshot(&mut *target);
     let names =
         |files: &[(PathBuf, Vec<u8>)]| files.iter().map(|(p, _)| p.display().to_string()).collect::<Vec<_>>();
     assert_eq!(names(&before), names(&after), "{}: the store's files changed", target.name());
@@ -110,6 +136,13 @@ fn model_cannot_change_configuration(kind: Kind) {
             String::from_utf8_lossy(new)
         );
     }
-    eprintln!("I8 {}: {cases} hostile calls, {} files unchanged", target.name(), before.len());
+    assert!(
+        !upstream.calls().iter().any(|c| c.starts_with("write")),
+        "{}: a write reached the upstream: {:?}",
+        target.name(),
+        upstream.calls()
+    );
+    let what = if local { "files" } else { "served parts" };
+    eprintln!("I8 {}: {cases} hostile calls, {} {what} unchanged", target.name(), before.len());
 }
 on_each_target!(model_cannot_change_configuration);

@@ -1,5 +1,6 @@
-//! The invariant suite, one module per invariant; every case runs against each local target
-//! (`local_stdio` and `local_http` tests under the case's name).
+//! The invariant suite, one module per invariant; every case runs against each target
+//! (`local_stdio`, `local_http` and `hosted` tests under the case's name), and `parity` holds
+//! local and hosted to the same search and describe text.
 
 mod support;
 
@@ -13,3 +14,4 @@ mod i5_tenants;
 mod i6_resume;
 mod i7_budgets;
 mod i8_configuration;
+mod parity;

@@ -1,13 +1,15 @@
 //! What the cases share: the fixture upstream added to a store, the canary secret in every
 //! form it must never take, and the macro that runs a case on each target.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 
-use capabilities_invariants::{Home, repo, sdk_dir};
+use capabilities_invariants::{Applicability, Need, SourceSpec, Target, Transport, repo, sdk_dir};
 use serde_json::{Value, json};
 
-/// Runs the case `$case(kind)` once per local target, as tests `$case::local_stdio` and
-/// `$case::local_http`.
+/// Runs the case `$case(kind)` once per target, as tests `$case::local_stdio`,
+/// `$case::local_http` and `$case::hosted`.
 macro_rules! on_each_target {
     ($case:ident) => {
         mod $case {
@@ -19,6 +21,11 @@ macro_rules! on_each_target {
             #[test]
             fn local_http() {
                 super::$case(capabilities_invariants::Kind::Http)
+            }
+
+            #[test]
+            fn hosted() {
+                super::$case(capabilities_invariants::Kind::Hosted)
             }
         }
     };
@@ -73,12 +80,22 @@ pub fn default_tools() -> Value {
     ])
 }
 
-/// Files of the fixture upstream beside a store.
+/// Files of the fixture upstream beside a store, and its process when it serves HTTP.
 pub struct Upstream {
     /// Rewrite this to change the tool list the next `tools/list` sees.
     pub tools: PathBuf,
     /// One line per tool call the upstream received.
     pub count: PathBuf,
+    server: Option<Child>,
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        if let Some(server) = &mut self.server {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+    }
 }
 
 impl Upstream {
@@ -98,38 +115,48 @@ impl Upstream {
 }
 
 /// Adds the fixture upstream as source `up` (tools reviewed as proposed: reads allowed, `write`
-/// asks), with a credential slot `CANARY`, filled with the canary through `hub auth --stdin`.
-pub fn upstream_hub(home: &Home) -> Upstream {
-    let upstream = Upstream { tools: home.scratch().join("tools.json"), count: home.scratch().join("count") };
+/// asks), with a credential slot `CANARY` the person fills with the canary. Over stdio where
+/// the target starts commands (the slot is an environment variable); else the fixture serves
+/// HTTP on loopback and the slot is a header it reads back.
+pub fn upstream_hub(target: &mut dyn Target) -> Upstream {
+    let scratch = target.hub().scratch().to_owned();
+    let mut upstream =
+        Upstream { tools: scratch.join("tools.json"), count: scratch.join("count"), server: None };
     upstream.set_tools(&default_tools());
     let fixture = repo().join("invariants/tests/fixtures/upstream.mjs");
-    let sdk = format!("MCP_SDK_DIR={}", sdk_dir().display());
-    let tools = format!("UPSTREAM_TOOLS={}", upstream.tools.display());
-    let count = format!("UPSTREAM_COUNT={}", upstream.count.display());
-    let crash = format!("UPSTREAM_CRASH={}", upstream.crash().display());
-    home.cli(
-        &[
-            "add",
-            "--yes",
-            "--namespace",
-            "up",
-            "--env",
-            "CANARY",
-            "--env",
-            &sdk,
-            "--env",
-            &tools,
-            "--env",
-            &count,
-            "--env",
-            &crash,
-            "--",
-            "node",
-            fixture.to_str().unwrap(),
-        ],
-        None,
-    )
-    .expect_code(0);
-    home.cli(&["auth", "up", "--stdin"], Some(&format!("{CANARY}\n"))).expect_code(0);
+    let env = vec![
+        ("MCP_SDK_DIR".to_owned(), sdk_dir().display().to_string()),
+        ("UPSTREAM_TOOLS".to_owned(), upstream.tools.display().to_string()),
+        ("UPSTREAM_COUNT".to_owned(), upstream.count.display().to_string()),
+        ("UPSTREAM_CRASH".to_owned(), upstream.crash().display().to_string()),
+    ];
+    let transport = if target.applies(Need::StdioUpstream) == Applicability::Applies {
+        Transport::Stdio { command: vec!["node".to_owned(), fixture.display().to_string()], env }
+    } else {
+        let mut server = Command::new("node")
+            .arg(&fixture)
+            .arg("http")
+            .envs(env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node starts: install Node.js 20 or later");
+        let mut line = String::new();
+        BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let ports: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the fixture printed its ports ({e}): {line:?}"));
+        upstream.server = Some(server);
+        Transport::Http { url: format!("http://127.0.0.1:{}/mcp", ports["port"]) }
+    };
+    let source = SourceSpec { namespace: "up".to_owned(), transport, slots: vec!["CANARY".to_owned()] };
+    target.add_source(&source);
+    target.set_secret("up", "CANARY", CANARY);
     upstream
+}
+
+/// Says why `target` skips a case and returns true, when it does not meet `need`.
+pub fn skips(target: &dyn Target, invariant: &str, need: Need) -> bool {
+    let Applicability::NotApplicable(reason) = target.applies(need) else { return false };
+    eprintln!("{invariant} {}: not applicable: {reason}", target.name());
+    true
 }
