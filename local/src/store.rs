@@ -5,16 +5,24 @@
 //! temporary file, synced and renamed into place; journal lines are appended and synced before
 //! the call's result reaches the guest. Several hub processes share the store through
 //! per-record lock files, never a daemon.
+//!
+//! A server may hand a run's last record (its final status) to a writer thread, so the answer
+//! does not wait on that sync: the run's locks are taken before the answer leaves and held until
+//! the record is in place, and every read of a record waits for them. Until then the record on
+//! disk is the one that started the attempt, and the journal holds every call with its outcome,
+//! so a hub stopped in between leaves a run that resumes by replay, repeating no call.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
-use capabilities_core::run::{JournalEntry, RunRecord};
+use capabilities_core::run::{JournalEntry, RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 
 /// The store layout version this build writes. Migrations only go forward.
@@ -42,6 +50,8 @@ pub struct Store {
     pub hub: HubFile,
     /// Problems found and repaired while opening (loose permissions), for `doctor` and logs.
     pub warnings: Vec<String>,
+    /// Whether a run's final record is written by the writer thread (see the module docs).
+    write_behind: bool,
 }
 
 /// Where the store lives: `$CAPABILITIES_HOME`, else `~/.capabilities/hub`.
@@ -96,13 +106,19 @@ impl Store {
             }
             Err(err) => return Err(err).with_context(|| format!("reading {}", hub_path.display())),
         };
-        let store = Store { root: root.to_owned(), hub, warnings };
+        let store = Store { root: root.to_owned(), hub, warnings, write_behind: false };
         store.prune_runs(RUN_RETENTION);
         Ok(store)
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Lets the writer thread write runs' final records; see the module docs. Whoever turns
+    /// this on calls [`wait_for_writes`] before the process ends.
+    pub fn write_final_records_behind(&mut self) {
+        self.write_behind = true;
     }
 
     fn run_path(&self, id: &str) -> Result<PathBuf, StoreError> {
@@ -117,6 +133,10 @@ impl Store {
 
     /// Takes the lock file of one record; released when the guard drops.
     pub fn lock(&self, record: &str) -> Result<RecordLock, StoreError> {
+        self.lock_file(record, true)
+    }
+
+    fn lock_file(&self, record: &str, exclusive: bool) -> Result<RecordLock, StoreError> {
         let name: String = record
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
@@ -129,24 +149,40 @@ impl Store {
             .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(&path, e))?;
-        file.lock().map_err(|e| io_error(&path, e))?;
+        if exclusive { file.lock() } else { file.lock_shared() }.map_err(|e| io_error(&path, e))?;
         Ok(RecordLock { _file: file })
+    }
+
+    /// The lock a record write left to the writer thread holds until the record is in place.
+    /// Taken after the record's own lock, never before it.
+    fn written_lock(&self, id: &str, exclusive: bool) -> Result<RecordLock, StoreError> {
+        self.lock_file(&format!("{id}.written"), exclusive)
     }
 
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
         let path = self.run_path(&run.id)?;
-        let _lock = self.lock(&run.id)?;
+        let lock = self.lock(&run.id)?;
         let bytes =
             serde_json::to_vec_pretty(run).map_err(|e| StoreError::Corrupt(run.id.clone(), e.to_string()))?;
         // The journal is created with the record, so one sync of the directory makes both names
         // durable and the first append needs only a sync of its own data.
         let journal = self.journal_path(&run.id)?;
+        if self.write_behind && is_last_write(run.status) && path.exists() {
+            let written = self.written_lock(&run.id, true)?;
+            return write_behind(WriteBehind { path, bytes, locks: [lock, written] });
+        }
         write_record(&path, &bytes, &[&journal])
             .map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
     }
 
     pub fn load_run_sync(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let path = self.run_path(id)?;
+        // A record still on its way to disk is waited for, whichever hub wrote it (only a record
+        // that exists is ever replaced that way).
+        let _written = match fs::symlink_metadata(&path) {
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            _ => self.written_lock(id, false)?,
+        };
         match fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
@@ -231,6 +267,83 @@ impl Store {
             if old {
                 let _ = fs::remove_file(entry.path());
             }
+        }
+    }
+}
+
+/// Whether `status` is the last one a run's record takes (a later save only comes from a
+/// `resume` or `cancel`, which reads the record first and so waits for this one).
+fn is_last_write(status: RunStatus) -> bool {
+    status.is_final()
+}
+
+/// A final record for the writer thread, with the run's locks held until it is in place.
+struct WriteBehind {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    locks: [RecordLock; 2],
+}
+
+/// How many records the writer thread still has to put in place.
+static BEHIND: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// Hands `write` to the writer thread, started on first use; written here when it cannot be.
+fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
+    static WRITER: OnceLock<Mutex<mpsc::Sender<WriteBehind>>> = OnceLock::new();
+    let writer = WRITER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<WriteBehind>();
+        let started = std::thread::Builder::new().name("capabilities-records".to_owned()).spawn(move || {
+            for write in rx {
+                put_in_place(write);
+            }
+        });
+        if let Err(err) = started {
+            eprintln!("warning: the record writer did not start ({err}); records are written in line");
+        }
+        Mutex::new(tx)
+    });
+    if let Ok(mut behind) = BEHIND.0.lock() {
+        *behind += 1;
+    }
+    let write = match writer.lock() {
+        Ok(tx) => match tx.send(write) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(write)) => write,
+        },
+        Err(_) => write,
+    };
+    // No writer thread: the record is written here, as without one.
+    let WriteBehind { path, bytes, locks } = write;
+    let written = write_record(&path, &bytes, &[]);
+    drop(locks);
+    finish_one();
+    written.map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
+}
+
+fn put_in_place(write: WriteBehind) {
+    let WriteBehind { path, bytes, locks } = write;
+    if let Err(err) = write_record(&path, &bytes, &[]) {
+        // The answer has left: the record that started the attempt stays, and the run resumes.
+        eprintln!("warning: {err:#}; the run is left to resume");
+    }
+    drop(locks);
+    finish_one();
+}
+
+fn finish_one() {
+    if let Ok(mut behind) = BEHIND.0.lock() {
+        *behind = behind.saturating_sub(1);
+        BEHIND.1.notify_all();
+    }
+}
+
+/// Waits until the writer thread has put every record it was handed in place.
+pub fn wait_for_writes() {
+    let Ok(mut behind) = BEHIND.0.lock() else { return };
+    while *behind > 0 {
+        match BEHIND.1.wait(behind) {
+            Ok(next) => behind = next,
+            Err(_) => return,
         }
     }
 }
