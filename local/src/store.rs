@@ -6,11 +6,15 @@
 //! the call's result reaches the guest. Several hub processes share the store through
 //! per-record lock files, never a daemon.
 //!
-//! A server may hand a run's last record (its final status) to a writer thread, so the answer
-//! does not wait on that sync: the run's locks are taken before the answer leaves and held until
-//! the record is in place, and every read of a record waits for them. Until then the record on
-//! disk is the one that started the attempt, and the journal holds every call with its outcome,
-//! so a hub stopped in between leaves a run that resumes by replay, repeating no call.
+//! A server may hand a run's record to a writer thread when an attempt starts and when the run
+//! ends, so neither waits on its sync: the run's locks are taken before `save_run` returns and
+//! held until the record is in place, and every read of the record, every later save and every
+//! journal append waits for them. So the record that starts an attempt is on disk before the
+//! attempt's first call is journaled (the sync overlaps the sandbox starting), and a run's last
+//! record may land after the answer: until then the record on disk is the one that started the
+//! attempt and the journal holds every call with its outcome, so a hub stopped in between leaves
+//! a run that resumes by replay, repeating no call. A record waiting for a person is written in
+//! line, as is the first record of a run that ends before it starts.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -167,9 +171,16 @@ impl Store {
         // The journal is created with the record, so one sync of the directory makes both names
         // durable and the first append needs only a sync of its own data.
         let journal = self.journal_path(&run.id)?;
-        if self.write_behind && is_last_write(run.status) && path.exists() {
+        // This write starts over whatever an earlier one left.
+        forget_failure(&path);
+        let behind = match run.status {
+            RunStatus::Running => true,
+            RunStatus::AwaitingInput => false,
+            _ => path.exists(),
+        };
+        if self.write_behind && behind {
             let written = self.written_lock(&run.id, true)?;
-            return write_behind(WriteBehind { path, bytes, locks: [lock, written] });
+            return write_behind(WriteBehind { path, journal, bytes, locks: [lock, written] });
         }
         write_record(&path, &bytes, &[&journal])
             .map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
@@ -177,12 +188,8 @@ impl Store {
 
     pub fn load_run_sync(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let path = self.run_path(id)?;
-        // A record still on its way to disk is waited for, whichever hub wrote it (only a record
-        // that exists is ever replaced that way).
-        let _written = match fs::symlink_metadata(&path) {
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-            _ => self.written_lock(id, false)?,
-        };
+        // A record still on its way to disk is waited for, whichever hub wrote it.
+        let _written = self.written_lock(id, false)?;
         match fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
@@ -198,6 +205,11 @@ impl Store {
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         line.push(b'\n');
         let _lock = self.lock(&format!("{id}.journal"))?;
+        // The record that started this attempt is on disk before any of its calls is journaled.
+        let _written = self.written_lock(id, false)?;
+        if let Some(why) = failed_write(&self.run_path(id)?) {
+            return Err(StoreError::Io(format!("runs/{id}.json"), why));
+        }
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -271,17 +283,26 @@ impl Store {
     }
 }
 
-/// Whether `status` is the last one a run's record takes (a later save only comes from a
-/// `resume` or `cancel`, which reads the record first and so waits for this one).
-fn is_last_write(status: RunStatus) -> bool {
-    status.is_final()
-}
-
-/// A final record for the writer thread, with the run's locks held until it is in place.
+/// A record for the writer thread, with the run's locks held until it is in place.
 struct WriteBehind {
     path: PathBuf,
+    journal: PathBuf,
     bytes: Vec<u8>,
     locks: [RecordLock; 2],
+}
+
+/// Records the writer thread could not put in place, with the reason, until they are saved
+/// again: the run's journal takes no call meanwhile.
+static FAILED: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+
+fn failed_write(path: &Path) -> Option<String> {
+    FAILED.lock().ok()?.iter().find(|(p, _)| p == path).map(|(_, why)| why.clone())
+}
+
+fn forget_failure(path: &Path) {
+    if let Ok(mut failed) = FAILED.lock() {
+        failed.retain(|(p, _)| p != path);
+    }
 }
 
 /// How many records the writer thread still has to put in place.
@@ -313,18 +334,22 @@ fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
         Err(_) => write,
     };
     // No writer thread: the record is written here, as without one.
-    let WriteBehind { path, bytes, locks } = write;
-    let written = write_record(&path, &bytes, &[]);
+    let WriteBehind { path, journal, bytes, locks } = write;
+    let written = write_record(&path, &bytes, &[&journal]);
     drop(locks);
     finish_one();
     written.map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
 }
 
 fn put_in_place(write: WriteBehind) {
-    let WriteBehind { path, bytes, locks } = write;
-    if let Err(err) = write_record(&path, &bytes, &[]) {
-        // The answer has left: the record that started the attempt stays, and the run resumes.
+    let WriteBehind { path, journal, bytes, locks } = write;
+    if let Err(err) = write_record(&path, &bytes, &[&journal]) {
+        // The run's next append fails on it; a run that has answered already keeps the record
+        // that started its attempt, and resumes.
         eprintln!("warning: {err:#}; the run is left to resume");
+        if let Ok(mut failed) = FAILED.lock() {
+            failed.push((path, format!("{err:#}")));
+        }
     }
     drop(locks);
     finish_one();
