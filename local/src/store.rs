@@ -308,18 +308,35 @@ fn forget_failure(path: &Path) {
 /// How many records the writer thread still has to put in place.
 static BEHIND: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
-/// Hands `write` to the writer thread, started on first use; written here when it cannot be.
+/// How many writer threads put records in place: a run's last record and the next run's first
+/// are written side by side, not one after the other. The writes of one run are ordered by its
+/// locks, never by the threads.
+const WRITERS: usize = 4;
+
+/// Hands `write` to the writer threads, started on first use; written here when they cannot be.
 fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
     static WRITER: OnceLock<Mutex<mpsc::Sender<WriteBehind>>> = OnceLock::new();
     let writer = WRITER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<WriteBehind>();
-        let started = std::thread::Builder::new().name("capabilities-records".to_owned()).spawn(move || {
-            for write in rx {
-                put_in_place(write);
+        let rx = std::sync::Arc::new(Mutex::new(rx));
+        for _ in 0..WRITERS {
+            let rx = std::sync::Arc::clone(&rx);
+            let started =
+                std::thread::Builder::new().name("capabilities-records".to_owned()).spawn(move || {
+                    loop {
+                        let next = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        match next {
+                            Ok(write) => put_in_place(write),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(err) = started {
+                eprintln!("warning: a record writer did not start ({err})");
             }
-        });
-        if let Err(err) = started {
-            eprintln!("warning: the record writer did not start ({err}); records are written in line");
         }
         Mutex::new(tx)
     });
