@@ -53,11 +53,11 @@ impl Host {
         Host::open_with(Store::open(&settings.home)?)
     }
 
-    /// [`Host::open`] for a server: runs' final records are written behind the answer (see
+    /// [`Host::open`] for a server: run records are written behind the run (see
     /// [`crate::store`]); the server calls [`crate::store::wait_for_writes`] before it exits.
     pub fn open_for_server(settings: &Settings) -> Result<Host> {
         let mut store = Store::open(&settings.home)?;
-        store.write_final_records_behind();
+        store.write_records_behind();
         Host::open_with(store)
     }
 

@@ -6,7 +6,7 @@
 //! the call's result reaches the guest. Several hub processes share the store through
 //! per-record lock files, never a daemon.
 //!
-//! A server may hand a run's record to a writer thread when an attempt starts and when the run
+//! A server may hand a run's record to writer threads when an attempt starts and when the run
 //! ends, so neither waits on its sync: the run's locks are taken before `save_run` returns and
 //! held until the record is in place, and every read of the record, every later save and every
 //! journal append waits for them. So the record that starts an attempt is on disk before the
@@ -54,7 +54,7 @@ pub struct Store {
     pub hub: HubFile,
     /// Problems found and repaired while opening (loose permissions), for `doctor` and logs.
     pub warnings: Vec<String>,
-    /// Whether a run's final record is written by the writer thread (see the module docs).
+    /// Whether run records go to the writer threads (see the module docs).
     write_behind: bool,
 }
 
@@ -119,9 +119,9 @@ impl Store {
         &self.root
     }
 
-    /// Lets the writer thread write runs' final records; see the module docs. Whoever turns
-    /// this on calls [`wait_for_writes`] before the process ends.
-    pub fn write_final_records_behind(&mut self) {
+    /// Lets the writer threads write run records; see the module docs. Whoever turns this on
+    /// calls [`wait_for_writes`] before the process ends.
+    pub fn write_records_behind(&mut self) {
         self.write_behind = true;
     }
 
@@ -157,7 +157,7 @@ impl Store {
         Ok(RecordLock { _file: file })
     }
 
-    /// The lock a record write left to the writer thread holds until the record is in place.
+    /// The lock a write left to the writer threads holds until its record is in place.
     /// Taken after the record's own lock, never before it.
     fn written_lock(&self, id: &str, exclusive: bool) -> Result<RecordLock, StoreError> {
         self.lock_file(&format!("{id}.written"), exclusive)
@@ -283,7 +283,7 @@ impl Store {
     }
 }
 
-/// A record for the writer thread, with the run's locks held until it is in place.
+/// A record for the writer threads, with the run's locks held until it is in place.
 struct WriteBehind {
     path: PathBuf,
     journal: PathBuf,
@@ -291,7 +291,7 @@ struct WriteBehind {
     locks: [RecordLock; 2],
 }
 
-/// Records the writer thread could not put in place, with the reason, until they are saved
+/// Records the writer threads could not put in place, with the reason, until they are saved
 /// again: the run's journal takes no call meanwhile.
 static FAILED: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
 
@@ -305,7 +305,7 @@ fn forget_failure(path: &Path) {
     }
 }
 
-/// How many records the writer thread still has to put in place.
+/// How many records the writer threads still have to put in place.
 static BEHIND: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// How many writer threads put records in place: a run's last record and the next run's first
@@ -350,7 +350,7 @@ fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
         },
         Err(_) => write,
     };
-    // No writer thread: the record is written here, as without one.
+    // No writer threads: the record is written here, as without one.
     let WriteBehind { path, journal, bytes, locks } = write;
     let written = write_record(&path, &bytes, &[&journal]);
     drop(locks);
@@ -379,7 +379,7 @@ fn finish_one() {
     }
 }
 
-/// Waits until the writer thread has put every record it was handed in place.
+/// Waits until the writer threads have put every record they were handed in place.
 pub fn wait_for_writes() {
     let Ok(mut behind) = BEHIND.0.lock() else { return };
     while *behind > 0 {
