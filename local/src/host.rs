@@ -3,8 +3,10 @@
 //! store, the system clock and OS randomness.
 //!
 //! The engine's futures hold a JS runtime and are not `Send`, so every run is driven on a
-//! current-thread runtime: the CLI's own thread, or a thread of its own under `serve`.
+//! current-thread runtime: the CLI's own thread, or a worker thread under `serve`. Each thread
+//! builds that runtime once and keeps it for the runs it drives after.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -48,7 +50,18 @@ impl Drop for Host {
 
 impl Host {
     pub fn open(settings: &Settings) -> Result<Host> {
-        let store = Store::open(&settings.home)?;
+        Host::open_with(Store::open(&settings.home)?)
+    }
+
+    /// [`Host::open`] for a server: run records are written behind the run (see
+    /// [`crate::store`]); the server calls [`crate::store::wait_for_writes`] before it exits.
+    pub fn open_for_server(settings: &Settings) -> Result<Host> {
+        let mut store = Store::open(&settings.home)?;
+        store.write_records_behind();
+        Host::open_with(store)
+    }
+
+    fn open_with(store: Store) -> Result<Host> {
         for warning in &store.warnings {
             tracing_warn(warning);
         }
@@ -132,10 +145,22 @@ impl Host {
     }
 
     fn with_engine(&self, op: Op<'_>) -> Result<Envelope> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the run's async runtime")?;
+        RUN_RUNTIME.with(|cell| {
+            let runtime = match cell.get() {
+                Some(runtime) => runtime,
+                None => {
+                    let built = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .context("starting the run's async runtime")?;
+                    cell.get_or_init(|| built)
+                }
+            };
+            self.run_engine(runtime, op)
+        })
+    }
+
+    fn run_engine(&self, runtime: &tokio::runtime::Runtime, op: Op<'_>) -> Result<Envelope> {
         let started = Instant::now();
         let sandbox = QuickJs::with_cancel(
             ComputeMeter::clock(move || started.elapsed().as_micros() as u64),
@@ -162,6 +187,12 @@ impl Host {
             }
         }))
     }
+}
+
+thread_local! {
+    /// This thread's runtime for runs, built on its first run: building one per run costs more
+    /// than a small run itself.
+    static RUN_RUNTIME: OnceCell<tokio::runtime::Runtime> = const { OnceCell::new() };
 }
 
 /// The source pool, driven on the host's long-lived runtime whatever runtime the run uses.

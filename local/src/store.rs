@@ -5,16 +5,28 @@
 //! temporary file, synced and renamed into place; journal lines are appended and synced before
 //! the call's result reaches the guest. Several hub processes share the store through
 //! per-record lock files, never a daemon.
+//!
+//! A server may hand a run's record to writer threads when an attempt starts and when the run
+//! ends, so neither waits on its sync: the run's locks are taken before `save_run` returns and
+//! held until the record is in place, and every read of the record, every later save and every
+//! journal append waits for them. So the record that starts an attempt is on disk before the
+//! attempt's first call is journaled (the sync overlaps the sandbox starting), and a run's last
+//! record may land after the answer: until then the record on disk is the one that started the
+//! attempt and the journal holds every call with its outcome, so a hub stopped in between leaves
+//! a run that resumes by replay, repeating no call. A record waiting for a person is written in
+//! line, as is the first record of a run that ends before it starts.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
-use capabilities_core::run::{JournalEntry, RunRecord};
+use capabilities_core::run::{JournalEntry, RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 
 /// The store layout version this build writes. Migrations only go forward.
@@ -42,6 +54,8 @@ pub struct Store {
     pub hub: HubFile,
     /// Problems found and repaired while opening (loose permissions), for `doctor` and logs.
     pub warnings: Vec<String>,
+    /// Whether run records go to the writer threads (see the module docs).
+    write_behind: bool,
 }
 
 /// Where the store lives: `$CAPABILITIES_HOME`, else `~/.capabilities/hub`.
@@ -96,13 +110,19 @@ impl Store {
             }
             Err(err) => return Err(err).with_context(|| format!("reading {}", hub_path.display())),
         };
-        let store = Store { root: root.to_owned(), hub, warnings };
+        let store = Store { root: root.to_owned(), hub, warnings, write_behind: false };
         store.prune_runs(RUN_RETENTION);
         Ok(store)
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Lets the writer threads write run records; see the module docs. Whoever turns this on
+    /// calls [`wait_for_writes`] before the process ends.
+    pub fn write_records_behind(&mut self) {
+        self.write_behind = true;
     }
 
     fn run_path(&self, id: &str) -> Result<PathBuf, StoreError> {
@@ -117,6 +137,10 @@ impl Store {
 
     /// Takes the lock file of one record; released when the guard drops.
     pub fn lock(&self, record: &str) -> Result<RecordLock, StoreError> {
+        self.lock_file(record, true)
+    }
+
+    fn lock_file(&self, record: &str, exclusive: bool) -> Result<RecordLock, StoreError> {
         let name: String = record
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
@@ -129,24 +153,43 @@ impl Store {
             .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(&path, e))?;
-        file.lock().map_err(|e| io_error(&path, e))?;
+        if exclusive { file.lock() } else { file.lock_shared() }.map_err(|e| io_error(&path, e))?;
         Ok(RecordLock { _file: file })
+    }
+
+    /// The lock a write left to the writer threads holds until its record is in place.
+    /// Taken after the record's own lock, never before it.
+    fn written_lock(&self, id: &str, exclusive: bool) -> Result<RecordLock, StoreError> {
+        self.lock_file(&format!("{id}.written"), exclusive)
     }
 
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
         let path = self.run_path(&run.id)?;
-        let _lock = self.lock(&run.id)?;
+        let lock = self.lock(&run.id)?;
         let bytes =
             serde_json::to_vec_pretty(run).map_err(|e| StoreError::Corrupt(run.id.clone(), e.to_string()))?;
         // The journal is created with the record, so one sync of the directory makes both names
         // durable and the first append needs only a sync of its own data.
         let journal = self.journal_path(&run.id)?;
+        // This write starts over whatever an earlier one left.
+        forget_failure(&path);
+        let behind = match run.status {
+            RunStatus::Running => true,
+            RunStatus::AwaitingInput => false,
+            _ => path.exists(),
+        };
+        if self.write_behind && behind {
+            let written = self.written_lock(&run.id, true)?;
+            return write_behind(WriteBehind { path, journal, bytes, locks: [lock, written] });
+        }
         write_record(&path, &bytes, &[&journal])
             .map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
     }
 
     pub fn load_run_sync(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let path = self.run_path(id)?;
+        // A record still on its way to disk is waited for, whichever hub wrote it.
+        let _written = self.written_lock(id, false)?;
         match fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
@@ -162,6 +205,11 @@ impl Store {
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         line.push(b'\n');
         let _lock = self.lock(&format!("{id}.journal"))?;
+        // The record that started this attempt is on disk before any of its calls is journaled.
+        let _written = self.written_lock(id, false)?;
+        if let Some(why) = failed_write(&self.run_path(id)?) {
+            return Err(StoreError::Io(format!("runs/{id}.json"), why));
+        }
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -231,6 +279,113 @@ impl Store {
             if old {
                 let _ = fs::remove_file(entry.path());
             }
+        }
+    }
+}
+
+/// A record for the writer threads, with the run's locks held until it is in place.
+struct WriteBehind {
+    path: PathBuf,
+    journal: PathBuf,
+    bytes: Vec<u8>,
+    locks: [RecordLock; 2],
+}
+
+/// Records the writer threads could not put in place, with the reason, until they are saved
+/// again: the run's journal takes no call meanwhile.
+static FAILED: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+
+fn failed_write(path: &Path) -> Option<String> {
+    FAILED.lock().ok()?.iter().find(|(p, _)| p == path).map(|(_, why)| why.clone())
+}
+
+fn forget_failure(path: &Path) {
+    if let Ok(mut failed) = FAILED.lock() {
+        failed.retain(|(p, _)| p != path);
+    }
+}
+
+/// How many records the writer threads still have to put in place.
+static BEHIND: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// How many writer threads put records in place: a run's last record and the next run's first
+/// are written side by side, not one after the other. The writes of one run are ordered by its
+/// locks, never by the threads.
+const WRITERS: usize = 4;
+
+/// Hands `write` to the writer threads, started on first use; written here when they cannot be.
+fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
+    static WRITER: OnceLock<Mutex<mpsc::Sender<WriteBehind>>> = OnceLock::new();
+    let writer = WRITER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<WriteBehind>();
+        let rx = std::sync::Arc::new(Mutex::new(rx));
+        for _ in 0..WRITERS {
+            let rx = std::sync::Arc::clone(&rx);
+            let started =
+                std::thread::Builder::new().name("capabilities-records".to_owned()).spawn(move || {
+                    loop {
+                        let next = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        match next {
+                            Ok(write) => put_in_place(write),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(err) = started {
+                eprintln!("warning: a record writer did not start ({err})");
+            }
+        }
+        Mutex::new(tx)
+    });
+    if let Ok(mut behind) = BEHIND.0.lock() {
+        *behind += 1;
+    }
+    let write = match writer.lock() {
+        Ok(tx) => match tx.send(write) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(write)) => write,
+        },
+        Err(_) => write,
+    };
+    // No writer threads: the record is written here, as without one.
+    let WriteBehind { path, journal, bytes, locks } = write;
+    let written = write_record(&path, &bytes, &[&journal]);
+    drop(locks);
+    finish_one();
+    written.map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
+}
+
+fn put_in_place(write: WriteBehind) {
+    let WriteBehind { path, journal, bytes, locks } = write;
+    if let Err(err) = write_record(&path, &bytes, &[&journal]) {
+        // The run's next append fails on it; a run that has answered already keeps the record
+        // that started its attempt, and resumes.
+        eprintln!("warning: {err:#}; the run is left to resume");
+        if let Ok(mut failed) = FAILED.lock() {
+            failed.push((path, format!("{err:#}")));
+        }
+    }
+    drop(locks);
+    finish_one();
+}
+
+fn finish_one() {
+    if let Ok(mut behind) = BEHIND.0.lock() {
+        *behind = behind.saturating_sub(1);
+        BEHIND.1.notify_all();
+    }
+}
+
+/// Waits until the writer threads have put every record they were handed in place.
+pub fn wait_for_writes() {
+    let Ok(mut behind) = BEHIND.0.lock() else { return };
+    while *behind > 0 {
+        match BEHIND.1.wait(behind) {
+            Ok(next) => behind = next,
+            Err(_) => return,
         }
     }
 }

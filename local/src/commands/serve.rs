@@ -54,12 +54,15 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the server's async runtime")?;
-    if http {
-        runtime.block_on(crate::serve::serve_http(settings.clone(), args.port))?;
+    let served = if http {
+        runtime.block_on(crate::serve::serve_http(settings.clone(), args.port))
     } else {
-        runtime.block_on(crate::serve::serve_stdio(settings.clone()))?;
-    }
+        runtime.block_on(crate::serve::serve_stdio(settings.clone()))
+    };
     // A read of stdin left pending by the transport must not hold the exit.
     runtime.shutdown_background();
+    // Runs answered already have their last records on the way to disk.
+    crate::store::wait_for_writes();
+    served?;
     Ok(Exit::Ok.into())
 }

@@ -224,6 +224,19 @@ impl LocalSecrets {
         LocalSecrets { sources: Arc::new(sources.collect()), store: store.clone(), opened: Arc::default() }
     }
 
+    /// Whether finding `connection`'s values reads the secret store; without slots to fill, a
+    /// lookup is a search of the records in memory.
+    fn reads_store(&self, namespace: &str, connection: Option<&str>) -> bool {
+        self.sources
+            .iter()
+            .find(|(ns, _)| ns == namespace)
+            .and_then(|(_, record)| {
+                let name = connection.or(record.default.as_deref())?;
+                record.connections.iter().find(|c| c.name == name)
+            })
+            .is_some_and(|c| !c.slots.is_empty())
+    }
+
     /// The values of `connection`'s slots, reading the store (blocking).
     fn lookup(&self, namespace: &str, connection: Option<&str>) -> Result<Credentials, SecretsError> {
         let Some((_, record)) = self.sources.iter().find(|(ns, _)| ns == namespace) else {
@@ -286,6 +299,9 @@ impl Secrets for LocalSecrets {
         let namespace = namespace.to_string();
         let connection = connection.map(str::to_owned);
         Box::pin(async move {
+            if !self.reads_store(&namespace, connection.as_deref()) {
+                return self.lookup(&namespace, connection.as_deref());
+            }
             // Keychain calls block (D-Bus round trips): keep them off the run's thread.
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => {

@@ -43,8 +43,8 @@ const PROMPT_KEEPALIVE: Duration = Duration::from_secs(2);
 /// The hub opened for a configuration stamp, if any.
 type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
 
-/// Serves the three tools over one hub. Each call runs on a thread of its own, so the engine's
-/// runtime (which is not `Send`) never meets the server's. The open hub is kept between calls —
+/// Serves the three tools over one hub. Each call runs on a blocking thread of its own, so the
+/// engine's runtime (which is not `Send`) never meets the server's. The open hub is kept between calls —
 /// its sources stay connected — and opened again when the configuration on disk changes, so
 /// each call sees the current sources and policy.
 #[derive(Clone)]
@@ -76,7 +76,7 @@ impl HubServer {
         {
             return Ok(Arc::clone(host));
         }
-        let host = Arc::new(Host::open(&self.settings)?);
+        let host = Arc::new(Host::open_for_server(&self.settings)?);
         *cached = Some((config_stamp(&self.settings.home), Arc::clone(&host)));
         Ok(host)
     }
@@ -432,13 +432,13 @@ fn answer(host: &Host, request: Request) -> Result<Answered> {
     })
 }
 
-/// Runs `work` on a new thread and waits for it without blocking the server's runtime.
+/// Runs `work` on a thread of the server's blocking pool and waits for it without blocking the
+/// server's runtime. The pool keeps its threads for a while, so a call seldom pays for starting
+/// one (nor for the run runtime each thread keeps, see [`Host`]).
 async fn on_own_thread<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new().name("capabilities-call".to_owned()).spawn(move || {
-        let _ = tx.send(work());
-    })?;
-    rx.await.map_err(|_| anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))?
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))?
 }
 
 fn text_result(outcome: Result<String, String>) -> CallToolResult {
