@@ -237,9 +237,14 @@ pub fn message(run_id: &str, pending: &PendingCall, closes_ms: u64, later: &str)
 /// `ms` since the epoch as `YYYY-MM-DD HH:MM UTC`.
 pub fn utc_time(ms: u64) -> String {
     let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
+    let (year, month, day) = civil_date((secs / 86_400) as i64);
     let (hour, minute) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
-    // Days to a civil date (Howard Hinnant's algorithm).
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+}
+
+/// The calendar date (year, month, day) of `days` since 1970-01-01, by Howard Hinnant's
+/// algorithm.
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -248,8 +253,7 @@ pub fn utc_time(ms: u64) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// A person's answer to one prompt.

@@ -287,15 +287,7 @@ impl RunStore for SqlStore {
     }
 
     fn load_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>> {
-        Box::pin(async move {
-            let what = format!("runs/{id}");
-            let Some(row) =
-                self.rows::<Record>(&what, "SELECT record FROM runs WHERE id = ?", vec![text(id)])?.pop()
-            else {
-                return Ok(None);
-            };
-            serde_json::from_str(&row.record).map(Some).map_err(|e| StoreError::Corrupt(what, e.to_string()))
-        })
+        Box::pin(async move { self.run_now(id) })
     }
 
     fn append_journal<'a>(
