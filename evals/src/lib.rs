@@ -2,6 +2,7 @@
 //! (search, describe, execute through the hub) with direct tools (every definition loaded).
 
 pub mod check;
+pub mod hosted;
 pub mod live;
 pub mod modes;
 pub mod report;
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-pub use modes::{Outcome, Setup, Suite};
+pub use modes::{Hub, Outcome, Setup, Suite};
 pub use report::Report;
 
 /// The repository this crate sits in.
@@ -90,7 +91,14 @@ pub fn run_suite(
         rows.push(row);
     }
     Ok((
-        Report::new(suite.surface_tokens, suite.direct_tokens, suite.direct_tool_count, scale, rows),
+        Report::new(
+            suite.hub_kind(),
+            suite.surface_tokens,
+            suite.direct_tokens,
+            suite.direct_tool_count,
+            scale,
+            rows,
+        ),
         transcripts,
     ))
 }

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use capabilities_core::tokens;
 use serde_json::{Value, json};
 
-use crate::modes::{Message, Outcome, Suite, Transcript};
+use crate::modes::{Client, Message, Outcome, Suite, Transcript};
 use crate::rpc::{Peer, result_text};
 use crate::task::Task;
 
@@ -117,7 +117,7 @@ impl Api {
 
 /// Where a mode's tool calls go.
 enum Tools<'a> {
-    Hub(Peer, &'a Suite),
+    Hub(Client<'a>, &'a Suite),
     Direct(BTreeMap<String, Peer>, &'a Suite),
 }
 
@@ -131,7 +131,7 @@ impl Tools<'_> {
                 if structured["status"] == json!("awaiting_approval") {
                     // A person approves, as they would on the page or the CLI; the model resumes.
                     if let Some(run) = structured["runId"].as_str() {
-                        suite.hub(&["approve", run, "--choice", "once"])?;
+                        suite.approve(run, "once")?;
                     }
                 }
                 Ok((result_text(&result), result["isError"] == json!(true)))
@@ -158,7 +158,7 @@ impl Tools<'_> {
 pub fn run(suite: &Suite, api: &Api, task: &Task, code: bool) -> Result<Outcome> {
     let (mut tools, system, definitions, state) = if code {
         suite.reset(&suite.code_state)?;
-        let (serve, _) = suite.serve()?;
+        let (serve, _) = suite.client()?;
         (
             Tools::Hub(serve, suite),
             suite.instructions.clone(),

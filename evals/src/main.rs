@@ -4,14 +4,16 @@
 //! `evals/results`), `--transcripts` (also write every message read, under `<out>/transcripts`),
 //! `--live` (drive a real model through the Anthropic Messages API; needs `ANTHROPIC_API_KEY`,
 //! reads `ANTHROPIC_BASE_URL` and `EVALS_MODEL`; writes under `<out>/live`), `--task <id>`
-//! (live only, repeatable: just these tasks).
+//! (live only, repeatable: just these tasks), `--hosted` (code mode on the hosted Worker in
+//! workerd instead of `hub serve --stdio`; needs the bundle `cargo xtask hosted build` writes;
+//! the report goes under `<out>/hosted`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use capabilities_evals::live::Api;
-use capabilities_evals::{Driver, Setup, repo, run_suite, scratch};
+use capabilities_evals::{Driver, Hub, Setup, repo, run_suite, scratch};
 
 fn main() -> ExitCode {
     match run() {
@@ -28,6 +30,7 @@ fn run() -> Result<bool> {
     let mut out = repo().join("evals/results");
     let mut transcripts = false;
     let mut live = false;
+    let mut hub = Hub::Local;
     let mut only = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -35,21 +38,25 @@ fn run() -> Result<bool> {
             "--out" => out = PathBuf::from(args.next().context("--out takes a directory")?),
             "--transcripts" => transcripts = true,
             "--live" => live = true,
+            "--hosted" => hub = Hub::Hosted,
             "--task" => only.push(args.next().context("--task takes a task id")?),
             other => {
-                bail!("unknown argument `{other}`; use --out <dir>, --transcripts, --live or --task <id>")
+                bail!(
+                    "unknown argument `{other}`; use --out <dir>, --transcripts, --live, --hosted or --task <id>"
+                )
             }
         }
     }
-    let driver = if live {
-        // Live results go beside the committed scripted report, never over it.
-        if out == repo().join("evals/results") {
-            out = out.join("live");
+    // Hosted and live results go beside the committed scripted local report, never over it.
+    if out == repo().join("evals/results") {
+        if hub == Hub::Hosted {
+            out.push("hosted");
         }
-        Driver::Live { api: Api::from_env()?, only }
-    } else {
-        Driver::Scripted
-    };
+        if live {
+            out.push("live");
+        }
+    }
+    let driver = if live { Driver::Live { api: Api::from_env()?, only } } else { Driver::Scripted };
     let bin = match std::env::var_os("CAPABILITIES_BIN") {
         Some(path) => PathBuf::from(path),
         None => std::env::current_exe()?.with_file_name("capabilities"),
@@ -58,7 +65,7 @@ fn run() -> Result<bool> {
         bail!("{} is missing: run `cargo build -p capabilities` (or set CAPABILITIES_BIN)", bin.display());
     }
     let work = scratch()?;
-    let setup = Setup { repo: repo(), bin, work: work.clone() };
+    let setup = Setup { repo: repo(), bin, work: work.clone(), hub };
     let result = run_suite(setup, &repo().join("evals/tasks"), &driver, |row| {
         eprintln!(
             "evals: {:<40} code {:>3} {:>7}  direct {:>3} {:>7}  {:>5}%",

@@ -1,6 +1,7 @@
 //! Runs a task both ways and records what the model would read: code mode through the real hub
-//! (`hub serve --stdio`, sources added with `hub add --yes`), direct tools against the fixture
-//! servers themselves with every tool definition loaded up front.
+//! (`hub serve --stdio`, sources added with `hub add --yes`; or a hosted tenant in workerd, see
+//! [`crate::hosted`]), direct tools against the fixture servers themselves with every tool
+//! definition loaded up front.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::check;
+use crate::hosted::HostedHub;
 use crate::rpc::{Peer, result_text};
 use crate::task::{CodeStep, Task};
 
@@ -24,12 +26,57 @@ const ALLOWED_SOURCES: [&str; 3] = ["tracker", "chat", "docs"];
 const ASKING_TOOLS: [&str; 4] =
     ["tracker.deleteIssue", "chat.deleteMessage", "chat.archiveChannel", "docs.deleteDocument"];
 
-/// Where things are: the repository, the `capabilities` binary and a scratch directory.
+/// The rules of that policy, as the policy file holds them.
+fn rules() -> Value {
+    let mut rules: Vec<Value> =
+        ALLOWED_SOURCES.iter().map(|s| json!({"source": s, "effect": "allow"})).collect();
+    rules.extend(ASKING_TOOLS.iter().map(|t| json!({"tool": t, "effect": "ask"})));
+    Value::Array(rules)
+}
+
+/// Which build of the hub code mode runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Hub {
+    /// `hub serve --stdio` on a private store, fixture servers over stdio; a person approves
+    /// with `hub approve`.
+    Local,
+    /// The Worker in workerd, one tenant, fixture servers over HTTP; a person approves through
+    /// the admin API.
+    Hosted,
+}
+
+/// Where things are: the repository, the `capabilities` binary and a scratch directory, and
+/// which hub code mode runs on.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub repo: PathBuf,
     pub bin: PathBuf,
     pub work: PathBuf,
+    pub hub: Hub,
+}
+
+/// An open MCP client of the hub code mode runs on.
+pub(crate) enum Client<'a> {
+    Local(Peer),
+    Hosted(&'a HostedHub),
+}
+
+impl Client<'_> {
+    /// One request; its `result`, or an error naming the method.
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        match self {
+            Client::Local(peer) => peer.request(method, params),
+            Client::Hosted(hub) => hub.request(method, params),
+        }
+    }
+
+    pub(crate) fn stop(self) {
+        if let Client::Local(peer) = self {
+            peer.stop();
+        }
+    }
 }
 
 /// One message the model reads, with its token count.
@@ -116,6 +163,8 @@ pub struct Suite {
     pub(crate) code_state: PathBuf,
     pub(crate) direct_state: PathBuf,
     home: PathBuf,
+    /// The hosted tenant, when code mode runs there.
+    hosted: Option<HostedHub>,
     /// Instructions and tools of `hub serve`, as the model reads them.
     pub surface_text: String,
     pub surface_tokens: usize,
@@ -192,6 +241,7 @@ impl Suite {
             code_state,
             direct_state,
             home,
+            hosted: None,
             surface_text: String::new(),
             surface_tokens: 0,
             direct_tokens: tokens::count(&direct_text),
@@ -203,18 +253,34 @@ impl Suite {
             setup,
         };
         suite.reset(&suite.code_state)?;
-        for source in SOURCES {
-            let state = suite.code_state.join(format!("{source}.json"));
-            let server = suite.setup.repo.join(format!("evals/fixtures/servers/{source}.mjs"));
-            let env = format!("FIXTURE_STATE={}", state.display());
-            let server = server.to_str().context("the repository path is UTF-8")?;
-            suite.hub(&["add", "--yes", "--namespace", source, "--env", &env, "--", "node", server])?;
+        match suite.setup.hub {
+            Hub::Local => {
+                for source in SOURCES {
+                    let state = suite.code_state.join(format!("{source}.json"));
+                    let server = suite.setup.repo.join(format!("evals/fixtures/servers/{source}.mjs"));
+                    let env = format!("FIXTURE_STATE={}", state.display());
+                    let server = server.to_str().context("the repository path is UTF-8")?;
+                    suite.hub(&[
+                        "add",
+                        "--yes",
+                        "--namespace",
+                        source,
+                        "--env",
+                        &env,
+                        "--",
+                        "node",
+                        server,
+                    ])?;
+                }
+                suite.write_policy()?;
+            }
+            Hub::Hosted => {
+                suite.hosted = Some(HostedHub::start(&suite.setup.repo, &suite.code_state, rules())?);
+            }
         }
-        suite.write_policy()?;
-        let (serve, init) = suite.serve()?;
-        let mut serve = serve;
-        let listed = serve.request("tools/list", json!({}))?;
-        serve.stop();
+        let (mut client, init) = suite.client()?;
+        let listed = client.request("tools/list", json!({}))?;
+        client.stop();
         let tools: Vec<Value> = listed["tools"]
             .as_array()
             .into_iter()
@@ -233,10 +299,7 @@ impl Suite {
         let path = self.home.join("policies/policy.json");
         let mut policy: Value =
             serde_json::from_slice(&std::fs::read(&path).context("hub add wrote the policy")?)?;
-        let mut rules: Vec<Value> =
-            ALLOWED_SOURCES.iter().map(|s| json!({"source": s, "effect": "allow"})).collect();
-        rules.extend(ASKING_TOOLS.iter().map(|t| json!({"tool": t, "effect": "ask"})));
-        policy["rules"] = Value::Array(rules);
+        policy["rules"] = rules();
         std::fs::write(&path, serde_json::to_vec_pretty(&policy)?)?;
         Ok(())
     }
@@ -264,10 +327,29 @@ impl Suite {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    pub(crate) fn serve(&self) -> Result<(Peer, Value)> {
+    /// A client of the hub code mode runs on, and its `initialize` result: a fresh
+    /// `hub serve --stdio`, or the hosted tenant's endpoint.
+    pub(crate) fn client(&self) -> Result<(Client<'_>, Value)> {
+        if let Some(hosted) = &self.hosted {
+            return Ok((Client::Hosted(hosted), hosted.initialize()?));
+        }
         let mut cmd = self.command();
         cmd.args(["hub", "serve", "--stdio"]);
-        Peer::start("capabilities hub serve", cmd)
+        let (peer, init) = Peer::start("capabilities hub serve", cmd)?;
+        Ok((Client::Local(peer), init))
+    }
+
+    /// A person's decision on a waiting run: `hub approve` on the local store, the admin API on
+    /// the hosted tenant.
+    pub(crate) fn approve(&self, run: &str, choice: &str) -> Result<()> {
+        match &self.hosted {
+            Some(hosted) => hosted.approve(run, choice),
+            None => self.hub(&["approve", run, "--choice", choice]).map(drop),
+        }
+    }
+
+    pub fn hub_kind(&self) -> Hub {
+        self.setup.hub
     }
 
     pub(crate) fn reset(&self, state: &Path) -> Result<()> {
@@ -298,7 +380,7 @@ impl Suite {
     /// The task in code mode, through the hub.
     pub fn run_code(&self, task: &Task) -> Result<Outcome> {
         self.reset(&self.code_state)?;
-        let (mut serve, _) = self.serve()?;
+        let (mut serve, _) = self.client()?;
         let mut messages = Vec::new();
         let mut failures = Vec::new();
         let mut last_run: Option<String> = None;
@@ -344,7 +426,7 @@ impl Suite {
                 }
                 CodeStep::Approve { approve } => {
                     let run = last_run.as_deref().context("an approval step needs an earlier run")?;
-                    self.hub(&["approve", run, "--choice", approve])?;
+                    self.approve(run, approve)?;
                 }
             }
         }

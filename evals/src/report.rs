@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::modes::Outcome;
+use crate::modes::{Hub, Outcome};
 use crate::scale::ScalePoint;
 use crate::task::Kind;
 
@@ -45,6 +45,8 @@ pub struct Gate {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The hub code mode ran on.
+    pub hub: Hub,
     /// `hub serve`'s instructions and three tool definitions.
     pub fixed_surface_tokens: usize,
     /// Every fixture tool definition, loaded up front in direct mode.
@@ -71,6 +73,7 @@ fn rate(successes: usize, tasks: usize) -> f64 {
 
 impl Report {
     pub fn new(
+        hub: Hub,
         fixed_surface_tokens: usize,
         direct_fixed_tokens: usize,
         direct_tools: usize,
@@ -152,7 +155,7 @@ impl Report {
                 },
             },
         ];
-        Report { fixed_surface_tokens, direct_fixed_tokens, direct_tools, scale, tasks, totals, gates }
+        Report { hub, fixed_surface_tokens, direct_fixed_tokens, direct_tools, scale, tasks, totals, gates }
     }
 
     pub fn passed(&self) -> bool {
@@ -166,9 +169,15 @@ impl Report {
         md.push_str(
             "Written by `cargo xtask evals` from the scripted reference solutions in `evals/tasks/`, run\n",
         );
-        md.push_str(
-            "against the real hub (`hub serve --stdio`) and the fixture servers in `evals/fixtures/`.\n",
-        );
+        md.push_str(match self.hub {
+            Hub::Local => {
+                "against the real hub (`hub serve --stdio`) and the fixture servers in `evals/fixtures/`.\n"
+            }
+            Hub::Hosted => {
+                "against the hosted hub (the Worker in workerd, one tenant) and the fixture servers in\n\
+                 `evals/fixtures/` over HTTP on loopback.\n"
+            }
+        });
         md.push_str(
             "Input tokens (o200k) are summed over every model turn; each turn reads the fixed context,\n",
         );
@@ -186,9 +195,14 @@ impl Report {
         md.push_str(
             "tools are named `<source>__<tool>`, one call per turn, every result kept in context. In code\n",
         );
-        md.push_str(
-            "mode a write that needs a person pauses the run; the harness approves with `hub approve` as a\n",
-        );
+        md.push_str(match self.hub {
+            Hub::Local => {
+                "mode a write that needs a person pauses the run; the harness approves with `hub approve` as a\n"
+            }
+            Hub::Hosted => {
+                "mode a write that needs a person pauses the run; the harness approves through the admin API as a\n"
+            }
+        });
         md.push_str("person would and the model spends a turn resuming it, while a direct client's own\n");
         md.push_str("confirmation costs the model nothing. Run ids and timings in results vary, so totals move by a\n");
         md.push_str("few tokens between runs.\n\n");

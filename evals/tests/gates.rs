@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use capabilities_evals::{Driver, Setup, repo, run_suite, scratch};
+use capabilities_evals::{Driver, Hub, Setup, repo, run_suite, scratch};
 
 fn hub_binary() -> PathBuf {
     let node = Command::new("node").arg("--version").output();
@@ -19,10 +19,10 @@ fn hub_binary() -> PathBuf {
     bin
 }
 
-#[test]
-fn the_scripted_suite_holds_the_gates() {
+/// Runs every scripted task in both modes, code mode on `hub`, and holds the gates.
+fn holds_the_gates(hub: Hub) {
     let work = scratch().unwrap();
-    let setup = Setup { repo: repo(), bin: hub_binary(), work: work.clone() };
+    let setup = Setup { repo: repo(), bin: hub_binary(), work: work.clone(), hub };
     let result = run_suite(setup, &repo().join("evals/tasks"), &Driver::Scripted, |_| {});
     let _ = std::fs::remove_dir_all(&work);
     let (report, _) = result.unwrap();
@@ -33,7 +33,7 @@ fn the_scripted_suite_holds_the_gates() {
         .iter()
         .flat_map(|r| r.code.failures.iter().chain(&r.direct.failures).map(move |f| format!("{}: {f}", r.id)))
         .collect();
-    assert!(failed.is_empty(), "gates failed: {failed:#?}\n{rows:#?}");
+    assert!(failed.is_empty(), "gates failed on the {hub:?} hub: {failed:#?}\n{rows:#?}");
     assert!(report.tasks.len() >= 30, "the suite keeps at least 30 tasks");
     for kind in ["single", "multi", "large", "approval"] {
         assert!(
@@ -41,6 +41,18 @@ fn the_scripted_suite_holds_the_gates() {
             "the suite has {kind} tasks"
         );
     }
+}
+
+#[test]
+fn the_scripted_suite_holds_the_gates() {
+    holds_the_gates(Hub::Local);
+}
+
+/// The same tasks with code mode on the hosted Worker in workerd: needs the bundle
+/// `cargo xtask hosted build` writes (`cargo xtask test` builds it first).
+#[test]
+fn the_scripted_suite_holds_the_gates_on_the_hosted_hub() {
+    holds_the_gates(Hub::Hosted);
 }
 
 #[test]

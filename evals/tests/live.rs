@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use capabilities_evals::live::Api;
-use capabilities_evals::{Driver, Setup, repo, run_suite, scratch};
+use capabilities_evals::{Driver, Hub, Setup, repo, run_suite, scratch};
 use serde_json::{Value, json};
 
 const KEY: &str = "test-key-not-real";
@@ -80,7 +80,7 @@ fn live_mode_drives_both_modes_through_a_messages_api() {
     std::thread::spawn(move || serve(listener, recorded));
 
     let work = scratch().unwrap();
-    let setup = Setup { repo: repo(), bin: hub_binary(), work: work.clone() };
+    let setup = Setup { repo: repo(), bin: hub_binary(), work: work.clone(), hub: Hub::Local };
     let driver = Driver::Live { api: Api::new(&base, "claude-test", KEY), only: vec!["label-issue".into()] };
     let result = run_suite(setup, &repo().join("evals/tasks"), &driver, |_| {});
     let _ = std::fs::remove_dir_all(&work);

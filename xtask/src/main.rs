@@ -36,9 +36,10 @@ commands:
   hosted build | dev [--port N] [--dir PATH] | bench [rounds] [--debug]
            build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1;
            time execute of `return 1` on it against local `serve --http` (release build)
-  evals [--live]
+  evals [--live] [--hosted]
            run the scripted eval suite (code mode against direct tools) and write
-           evals/results/report.md and report.json; fails when a gate regresses
+           evals/results/report.md and report.json; fails when a gate regresses;
+           --hosted runs code mode on the Worker in workerd (report in evals/results/hosted/)
 ";
 
 fn main() -> ExitCode {
@@ -149,6 +150,9 @@ fn bench_serve(rounds: &str) -> Result<()> {
 
 fn evals(extra: &[String]) -> Result<()> {
     step("build the hub", cargo(&["build", "--locked", "-p", "capabilities"]))?;
+    if extra.iter().any(|a| a == "--hosted") {
+        hosted::hosted(&["build".to_owned()])?;
+    }
     let mut cmd = cargo(&["run", "--locked", "-q", "-p", "capabilities-evals", "--bin", "evals", "--"]);
     cmd.args(extra);
     step("evals", cmd)

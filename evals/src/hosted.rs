@@ -1,0 +1,109 @@
+//! Code mode on the hosted hub: the Worker bundle (`cargo xtask hosted build`) in real workerd,
+//! one tenant whose sources are the fixture servers speaking HTTP on loopback, configured and
+//! approved by the person through the Worker's admin API.
+
+use std::cell::RefCell;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use capabilities_invariants::{Home, Hosted, SourceSpec, Target, Transport};
+use serde_json::{Value, json};
+
+use crate::modes::SOURCES;
+
+/// A hosted tenant with the five fixture sources and the suite's policy.
+pub struct HostedHub {
+    tenant: RefCell<Hosted>,
+    fixtures: Vec<Child>,
+}
+
+impl HostedHub {
+    /// Starts a fixture server over HTTP per source, on the state files in `state`, then workerd,
+    /// and loads the sources (reviewed as proposed) and `rules` into the tenant.
+    pub fn start(repo: &Path, state: &Path, rules: Value) -> Result<HostedHub> {
+        let mut fixtures = Vec::new();
+        let mut urls = Vec::new();
+        for source in SOURCES {
+            let (child, port) = fixture(repo, source, &state.join(format!("{source}.json")))?;
+            fixtures.push(child);
+            urls.push((source, format!("http://127.0.0.1:{port}/mcp")));
+        }
+        // From here on, dropping the hub ends the fixtures.
+        let hub = HostedHub { tenant: RefCell::new(Hosted::start(Home::new())), fixtures };
+        {
+            let mut tenant = hub.tenant.borrow_mut();
+            for (namespace, url) in urls {
+                tenant.add_source(&SourceSpec {
+                    namespace: namespace.to_owned(),
+                    transport: Transport::Http { url },
+                    slots: Vec::new(),
+                });
+            }
+            tenant.set_rules(rules);
+        }
+        Ok(hub)
+    }
+
+    /// One MCP request to the tenant's endpoint; its `result`, or an error naming the method.
+    pub fn request(&self, method: &str, params: Value) -> Result<Value> {
+        let answer = self.tenant.borrow_mut().request(method, params);
+        if let Some(error) = answer.get("error") {
+            bail!("the hosted hub answered {method} with an error: {error}");
+        }
+        Ok(answer.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// `initialize`, as a 2025-11-25 client opens the endpoint.
+    pub fn initialize(&self) -> Result<Value> {
+        self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "capabilities-evals", "version": "0"}}),
+        )
+    }
+
+    /// The person decides on the waiting run through the admin API.
+    pub fn approve(&self, run: &str, choice: &str) -> Result<()> {
+        if !self.tenant.borrow_mut().approve(run, choice) {
+            bail!("the hosted hub refused the admin approval `{choice}` of run {run}");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HostedHub {
+    fn drop(&mut self) {
+        for child in &mut self.fixtures {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `node <source>.mjs --http` on `state`; the child and the port it reports on its first line.
+fn fixture(repo: &Path, source: &str, state: &Path) -> Result<(Child, u16)> {
+    let mut child = Command::new("node")
+        .arg(repo.join(format!("evals/fixtures/servers/{source}.mjs")))
+        .arg("--http")
+        .env("FIXTURE_STATE", state)
+        // The server ends when its stdin closes, so it never outlives the harness.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("running node: install Node.js 20 or later")?;
+    let mut line = String::new();
+    let stdout = child.stdout.take().context("the fixture has stdout")?;
+    BufReader::new(stdout).read_line(&mut line).with_context(|| format!("reading {source}'s port"))?;
+    let port = serde_json::from_str::<Value>(&line).ok().and_then(|v| v["listening"].as_u64());
+    match port.and_then(|p| u16::try_from(p).ok()) {
+        Some(port) => Ok((child, port)),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("the {source} fixture over HTTP did not report its port (it printed {line:?})")
+        }
+    }
+}
