@@ -65,6 +65,7 @@ $SNIPPETS  ],
     (name = "HUB_ADMIN_TOKEN", fromEnvironment = "HUB_ADMIN_TOKEN"),
     (name = "HUB_SECRETS_KEY", fromEnvironment = "HUB_SECRETS_KEY"),
     (name = "HUB_APPROVAL_KEY", fromEnvironment = "HUB_APPROVAL_KEY"),
+    (name = "HUB_ACCESS_TOKEN", fromEnvironment = "HUB_ACCESS_TOKEN"),
   ],
   durableObjectNamespaces = [(className = "Hub", uniqueKey = "capabilities-hub", enableSql = true)],
   durableObjectStorage = (localDisk = "storage"),
@@ -167,6 +168,11 @@ fn dev(args: &[String]) -> Result<()> {
     eprintln!("xtask: serving http://127.0.0.1:{port}/t/<tenant>/mcp, storage in {}", dir.display());
     if std::env::var_os("HUB_ADMIN_TOKEN").is_none() {
         eprintln!("xtask: HUB_ADMIN_TOKEN is not set: the admin endpoint stays off");
+    }
+    if std::env::var_os("HUB_ACCESS_TOKEN").is_none() {
+        eprintln!(
+            "xtask: HUB_ACCESS_TOKEN is not set: /mcp answers anything on this machine without a token"
+        );
     }
     let mut serve = Command::new(workerd);
     serve

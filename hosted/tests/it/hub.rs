@@ -236,6 +236,19 @@ fn a_worker_without_its_secrets_still_serves_and_keeps_the_admin_endpoint_off() 
 }
 
 #[test]
+fn an_access_token_set_in_the_environment_guards_the_mcp_endpoint() {
+    let dir = temp();
+    let hub = Workerd::start_with(dir.path(), &[("HUB_ACCESS_TOKEN", "test-access-token")]);
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    for wrong in [None, Some("wrong-token"), Some("")] {
+        let (status, text) = crate::support::post(hub.port, "/t/acme/mcp", wrong, ping);
+        assert_eq!(status, 401, "{wrong:?}: {text}");
+    }
+    let (status, text) = crate::support::post(hub.port, "/t/acme/mcp", Some("test-access-token"), ping);
+    assert_eq!((status, text.as_str()), (200, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+}
+
+#[test]
 fn the_typescript_sdk_client_connects_lists_and_executes() {
     let dir = temp();
     let hub = Workerd::start(dir.path());

@@ -84,6 +84,7 @@ impl Workerd {
             .env_remove("HUB_ADMIN_TOKEN")
             .env_remove("HUB_SECRETS_KEY")
             .env_remove("HUB_APPROVAL_KEY")
+            .env_remove("HUB_ACCESS_TOKEN")
             .envs(secrets.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
