@@ -1,6 +1,7 @@
 //! Code mode on the hosted hub: the Worker bundle (`cargo xtask hosted build`) in real workerd,
 //! one tenant whose sources are the fixture servers speaking HTTP on loopback, configured and
-//! approved by the person through the Worker's admin API.
+//! approved by the person through the Worker's admin API. [`serve`] keeps such a tenant up for a
+//! real MCP client to try (`cargo xtask hosted dev --fixtures`).
 
 use std::cell::RefCell;
 use std::io::{BufRead, BufReader};
@@ -8,10 +9,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use capabilities_invariants::{Home, Hosted, SourceSpec, Target, Transport};
+use capabilities_invariants::{ADMIN_TOKEN, Home, Hosted, SourceSpec, Target, Transport};
 use serde_json::{Value, json};
 
-use crate::modes::SOURCES;
+use crate::modes::{SOURCES, rules};
 
 /// A hosted tenant with the five fixture sources and the suite's policy.
 pub struct HostedHub {
@@ -21,8 +22,9 @@ pub struct HostedHub {
 
 impl HostedHub {
     /// Starts a fixture server over HTTP per source, on the state files in `state`, then workerd,
-    /// and loads the sources (reviewed as proposed) and `rules` into the tenant.
-    pub fn start(repo: &Path, state: &Path, rules: Value) -> Result<HostedHub> {
+    /// (on `port`, or a free one) and loads the sources (reviewed as proposed) and `rules` into
+    /// the tenant.
+    pub fn start(repo: &Path, state: &Path, rules: Value, port: Option<u16>) -> Result<HostedHub> {
         let mut fixtures = Vec::new();
         let mut urls = Vec::new();
         for source in SOURCES {
@@ -31,7 +33,11 @@ impl HostedHub {
             urls.push((source, format!("http://127.0.0.1:{port}/mcp")));
         }
         // From here on, dropping the hub ends the fixtures.
-        let hub = HostedHub { tenant: RefCell::new(Hosted::start(Home::new())), fixtures };
+        let tenant = match port {
+            Some(port) => Hosted::start_on(Home::new(), port),
+            None => Hosted::start(Home::new()),
+        };
+        let hub = HostedHub { tenant: RefCell::new(tenant), fixtures };
         {
             let mut tenant = hub.tenant.borrow_mut();
             for (namespace, url) in urls {
@@ -71,6 +77,39 @@ impl HostedHub {
         }
         Ok(())
     }
+}
+
+/// Serves a tenant with the five fixture sources and the suite's policy on `port` until stdin
+/// ends (or the process is interrupted), printing how to reach it.
+pub fn serve(repo: &Path, port: u16) -> Result<()> {
+    let work = crate::scratch()?;
+    let state = work.join("state");
+    std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
+    let hub = HostedHub::start(repo, &state, rules(), Some(port))?;
+    let (origin, tenant) = {
+        let tenant = hub.tenant.borrow();
+        (tenant.origin(), tenant.tenant().to_owned())
+    };
+    let admin = format!("{origin}/t/{tenant}/admin");
+    eprintln!(
+        "evals: the hosted hub serves the fixture sources {} (state in {})\n\
+         \n  MCP endpoint  {origin}/t/{tenant}/mcp   (no access token)\
+         \n  add it       claude mcp add --transport http hub {origin}/t/{tenant}/mcp\
+         \n  waiting runs curl -H 'authorization: Bearer {ADMIN_TOKEN}' {admin}/pending\
+         \n  approve      curl -H 'authorization: Bearer {ADMIN_TOKEN}' -H 'content-type: application/json' \\\
+         \n                 -d '{{\"run\":\"<run id>\",\"choice\":\"once\"}}' {admin}/approve\
+         \n\nReads run; tracker, chat and docs writes run; calendar and CRM writes and deletions ask.\
+         \nCtrl-D (or Ctrl-C) stops it.",
+        SOURCES.join(", "),
+        state.display()
+    );
+    let mut line = String::new();
+    while std::io::stdin().read_line(&mut line)? > 0 {
+        line.clear();
+    }
+    drop(hub);
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
 }
 
 impl Drop for HostedHub {

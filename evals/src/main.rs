@@ -6,7 +6,8 @@
 //! reads `ANTHROPIC_BASE_URL` and `EVALS_MODEL`; writes under `<out>/live`), `--task <id>`
 //! (live only, repeatable: just these tasks), `--hosted` (code mode on the hosted Worker in
 //! workerd instead of `hub serve --stdio`; needs the bundle `cargo xtask hosted build` writes;
-//! the report goes under `<out>/hosted`).
+//! the report goes under `<out>/hosted`), `--serve-hosted <port>` (no suite: a hosted tenant with
+//! the fixture sources on that port, until stdin ends).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +40,12 @@ fn run() -> Result<bool> {
             "--transcripts" => transcripts = true,
             "--live" => live = true,
             "--hosted" => hub = Hub::Hosted,
+            "--serve-hosted" => {
+                let port = args.next().and_then(|p| p.parse().ok());
+                let port = port.context("--serve-hosted takes a port number")?;
+                capabilities_evals::hosted::serve(&repo(), port)?;
+                return Ok(true);
+            }
             "--task" => only.push(args.next().context("--task takes a task id")?),
             other => {
                 bail!(

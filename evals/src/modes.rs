@@ -27,7 +27,7 @@ const ASKING_TOOLS: [&str; 4] =
     ["tracker.deleteIssue", "chat.deleteMessage", "chat.archiveChannel", "docs.deleteDocument"];
 
 /// The rules of that policy, as the policy file holds them.
-fn rules() -> Value {
+pub(crate) fn rules() -> Value {
     let mut rules: Vec<Value> =
         ALLOWED_SOURCES.iter().map(|s| json!({"source": s, "effect": "allow"})).collect();
     rules.extend(ASKING_TOOLS.iter().map(|t| json!({"tool": t, "effect": "ask"})));
@@ -275,7 +275,7 @@ impl Suite {
                 suite.write_policy()?;
             }
             Hub::Hosted => {
-                suite.hosted = Some(HostedHub::start(&suite.setup.repo, &suite.code_state, rules())?);
+                suite.hosted = Some(HostedHub::start(&suite.setup.repo, &suite.code_state, rules(), None)?);
             }
         }
         let (mut client, init) = suite.client()?;

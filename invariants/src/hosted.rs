@@ -55,9 +55,14 @@ pub struct Workerd {
 impl Workerd {
     /// Starts workerd with its Durable Object storage in `storage` (created if missing).
     pub fn start(storage: &Path) -> Workerd {
+        Workerd::start_on(storage, free_port())
+    }
+
+    /// [`Workerd::start`] listening on `port`.
+    pub fn start_on(storage: &Path, port: u16) -> Workerd {
         std::fs::create_dir_all(storage).unwrap();
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (child, port) = spawn(storage, &stderr);
+        let child = spawn(storage, port, &stderr);
         Workerd { child, port, storage: storage.to_owned(), stderr }
     }
 
@@ -73,8 +78,8 @@ impl Workerd {
     /// Starts again on the same storage (on a new port).
     pub fn restart(&mut self) {
         self.kill();
-        let (child, port) = spawn(&self.storage, &self.stderr);
-        self.child = child;
+        let port = free_port();
+        self.child = spawn(&self.storage, port, &self.stderr);
         self.port = port;
     }
 }
@@ -85,9 +90,8 @@ impl Drop for Workerd {
     }
 }
 
-fn spawn(storage: &Path, sink: &Arc<Mutex<Vec<u8>>>) -> (Child, u16) {
+fn spawn(storage: &Path, port: u16, sink: &Arc<Mutex<Vec<u8>>>) -> Child {
     let bundle = bundle();
-    let port = free_port();
     let mut child = Command::new(workerd_binary())
         .arg("serve")
         .arg(bundle.join("workerd.capnp"))
@@ -115,7 +119,7 @@ fn spawn(storage: &Path, sink: &Arc<Mutex<Vec<u8>>>) -> (Child, u16) {
         assert!(Instant::now() < deadline, "workerd did not listen on {port} within 30 s");
         std::thread::sleep(Duration::from_millis(20));
     }
-    (child, port)
+    child
 }
 
 /// What the person loaded into the tenant, sent whole on each change.
@@ -140,7 +144,12 @@ pub struct Hosted {
 impl Hosted {
     /// workerd on a storage directory in `home`'s scratch, serving tenant `acme`.
     pub fn start(home: Home) -> Hosted {
-        let workerd = Arc::new(Mutex::new(Workerd::start(&home.scratch().join("workerd"))));
+        Hosted::start_on(home, free_port())
+    }
+
+    /// [`Hosted::start`] with workerd listening on `port`.
+    pub fn start_on(home: Home, port: u16) -> Hosted {
+        let workerd = Arc::new(Mutex::new(Workerd::start_on(&home.scratch().join("workerd"), port)));
         Hosted::tenant_of(home, workerd, "acme")
     }
 

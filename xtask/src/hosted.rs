@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use crate::{WASM_TARGET, cargo, ensure_wasm_target, step, target_dir};
 
 const USAGE: &str =
-    "usage: cargo xtask hosted build | dev [--port N] [--dir PATH] | bench [rounds] [--debug]";
+    "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]";
 
 /// The Worker's entry: workerd calls the Rust `fetch` with the Worker's env and context; the
 /// Durable Object class comes straight from wasm-bindgen's output.
@@ -152,16 +152,28 @@ pub(crate) fn build() -> Result<PathBuf> {
 /// `workerd serve` on the bundle, in the foreground.
 fn dev(args: &[String]) -> Result<()> {
     let mut port = "8787".to_owned();
-    let mut dir = target_dir().join("hosted/dev-storage");
+    let mut dir = None;
+    let mut fixtures = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--port" => port = rest.next().context("--port needs a number")?.clone(),
-            "--dir" => dir = PathBuf::from(rest.next().context("--dir needs a path")?),
+            "--dir" => dir = Some(PathBuf::from(rest.next().context("--dir needs a path")?)),
+            "--fixtures" => fixtures = true,
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
     }
     let bundle = build()?;
+    if fixtures {
+        if dir.is_some() {
+            bail!("--fixtures keeps its tenant in a scratch directory; leave out --dir");
+        }
+        // The eval fixtures over HTTP, loaded into one tenant with the evals' policy.
+        let mut serve = cargo(&["run", "--locked", "-q", "-p", "capabilities-evals", "--bin", "evals", "--"]);
+        serve.args(["--serve-hosted", &port]);
+        return step("workerd with the fixtures", serve);
+    }
+    let dir = dir.unwrap_or_else(|| target_dir().join("hosted/dev-storage"));
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let workerd = workerd()?;

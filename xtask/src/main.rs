@@ -33,8 +33,9 @@ commands:
            build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
            N seconds (default 60); also run by `invariants --long`
   wasm     build capabilities-core for wasm32-unknown-unknown
-  hosted build | dev [--port N] [--dir PATH] | bench [rounds] [--debug]
-           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1;
+  hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]
+           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
+           (--fixtures: one tenant already holding the eval fixture sources);
            time execute of `return 1` on it against local `serve --http` (release build)
   evals [--live] [--hosted]
            run the scripted eval suite (code mode against direct tools) and write
