@@ -110,6 +110,7 @@ fn bench(c: &mut Criterion) {
             clock: &clock,
             entropy: &entropy,
             limits: Limits::DEFAULT,
+            decide_later: &|run| format!("`capabilities hub approve {run}`"),
         };
         let envelope = block_on(engine.execute(code));
         assert_eq!(envelope.status, "completed", "{}", envelope.to_line());

@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::cli::Settings;
 use crate::config::HubConfig;
 use crate::secrets::LocalSecrets;
+use crate::serve::approvals::later;
 use crate::store::{Store, is_run_id, now_ms};
 use crate::upstream::{PoolOptions, SourcePool};
 
@@ -141,7 +142,7 @@ impl Host {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Some(Envelope::from_run(&run, calls, &self.limits)))
+        Ok(Some(Envelope::from_run(&run, calls, &self.limits, &later(&run.id))))
     }
 
     fn with_engine(&self, op: Op<'_>) -> Result<Envelope> {
@@ -178,6 +179,7 @@ impl Host {
             clock: &SystemClock,
             entropy: &OsEntropy,
             limits: self.limits,
+            decide_later: &later,
         };
         Ok(runtime.block_on(async {
             match op {

@@ -62,6 +62,9 @@ pub struct Engine<'a> {
     pub clock: &'a dyn Clock,
     pub entropy: &'a dyn Entropy,
     pub limits: Limits,
+    /// How a person decides on a waiting run without a prompt, given its id, for the envelope's
+    /// message: a CLI command locally, the admin endpoint on hosted.
+    pub decide_later: &'a dyn Fn(&str) -> String,
 }
 
 impl Engine<'_> {
@@ -325,7 +328,7 @@ impl Engine<'_> {
             return Envelope::store_failure(&run.id, &err.to_string());
         }
         match calls {
-            Some(calls) => Envelope::from_run(&run, calls, &self.limits),
+            Some(calls) => Envelope::from_run(&run, calls, &self.limits, &(self.decide_later)(&run.id)),
             None => self.envelope(&run).await,
         }
     }
@@ -342,7 +345,7 @@ impl Engine<'_> {
                 .collect(),
             Err(_) => Vec::new(),
         };
-        Envelope::from_run(run, calls, &self.limits)
+        Envelope::from_run(run, calls, &self.limits, &(self.decide_later)(&run.id))
     }
 }
 

@@ -61,7 +61,9 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    pub fn from_run(run: &RunRecord, mut calls: Vec<CallSummary>, limits: &Limits) -> Envelope {
+    /// The envelope of `run`; a waiting call's message names `later` as where a person can
+    /// decide without a prompt.
+    pub fn from_run(run: &RunRecord, mut calls: Vec<CallSummary>, limits: &Limits, later: &str) -> Envelope {
         let mut notices = run.notices.clone();
         if calls.len() > MAX_LISTED_CALLS {
             let hidden = calls.len() - MAX_LISTED_CALLS;
@@ -92,9 +94,8 @@ impl Envelope {
                 message: match p.kind {
                     PendingKind::Approval => format!(
                         "needs a person's approval ({}). Tell the user; they can decide in the prompt or page \
-                         the hub gave them, or with `capabilities hub approve {}`. Then call execute with \
-                         {{\"resume\": \"{}\"}}.",
-                        p.reason, run.id, run.id
+                         the hub gave them, or with {later}. Then call execute with {{\"resume\": \"{}\"}}.",
+                        p.reason, run.id
                     ),
                     PendingKind::Connection => format!(
                         "{}. Tell the user, then call execute with {{\"resume\": \"{}\"}}. Never ask for the credential in chat.",

@@ -217,6 +217,7 @@ impl Hub {
             clock: &self.clock,
             entropy: &self.entropy,
             limits: self.limits,
+            decide_later: &|run| format!("`capabilities hub approve {run}`"),
         }
     }
 

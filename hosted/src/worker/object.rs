@@ -363,6 +363,7 @@ impl rpc::Hub for TenantHub {
                 clock: &WorkerClock,
                 entropy: &WorkerEntropy,
                 limits: surface.limits,
+                decide_later: &|run_id| later(&self.tenant, run_id),
             };
             match request {
                 ExecuteRequest::Code(code) => engine.execute(&code).await,
@@ -390,7 +391,7 @@ impl rpc::Hub for TenantHub {
             if calls.is_empty() {
                 return Ok(None);
             }
-            let later = format!("POST /t/{}/admin/approve {{\"run\": \"{run_id}\"}}", self.tenant);
+            let later = later(&self.tenant, run_id);
             let mut nonce = || {
                 let mut bytes = [0u8; NONCE_BYTES];
                 WorkerEntropy.fill(&mut bytes);
@@ -419,4 +420,9 @@ impl rpc::Hub for TenantHub {
             Ok((envelope, recorded))
         })
     }
+}
+
+/// Where a person decides on run `run_id` of `tenant` without a prompt: the admin endpoint.
+fn later(tenant: &str, run_id: &str) -> String {
+    format!("`POST /t/{tenant}/admin/approve {{\"run\": \"{run_id}\"}}`")
 }

@@ -113,6 +113,11 @@ fn a_write_waits_for_approval_and_nothing_goes_upstream() {
     );
     assert_eq!(envelope["status"], "awaiting_approval", "{envelope}");
     assert_eq!(envelope["pending"][0]["address"], "counter.write", "{envelope}");
+    // The model is told where a person decides here: the admin endpoint, not the local CLI.
+    let message = envelope["pending"][0]["message"].as_str().unwrap();
+    let run = envelope["runId"].as_str().unwrap();
+    assert!(message.contains(&format!(r#"`POST /t/acme/admin/approve {{"run": "{run}"}}`"#)), "{message}");
+    assert!(!message.contains("capabilities hub approve"), "{message}");
     assert_eq!(counter.calls(), json!({"count": 1}));
     // Asking again does not run anything again.
     let again = hub.execute("acme", json!({"resume": envelope["runId"]}));
