@@ -29,7 +29,7 @@ use worker::{DurableObject, Env, Request, Response, Result, State, durable_objec
 use super::platform::{WorkerClock, WorkerEntropy, now_micros, secret_text};
 use super::recorder;
 use super::store::SqlStore;
-use super::upstream::{FetchUpstream, SealedSecrets};
+use super::upstream::{FetchUpstream, SealedSecrets, Sessions};
 use crate::records::{Load, Source, catalog, tenant_limits};
 use crate::rpc;
 use crate::seal::SealKey;
@@ -50,6 +50,8 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 struct Loaded {
     sources: Rc<Vec<Source>>,
     surface: Surface,
+    /// MCP sessions open with the sources, reused across runs.
+    sessions: Rc<Sessions>,
 }
 
 #[durable_object]
@@ -110,7 +112,7 @@ impl Hub {
             CompiledPolicy::default()
         });
         let surface = Surface::new(catalog(&sources), policy, tenant_limits(timeout));
-        let loaded = Rc::new(Loaded { sources: Rc::new(sources), surface });
+        let loaded = Rc::new(Loaded { sources: Rc::new(sources), surface, sessions: Rc::default() });
         *self.loaded.borrow_mut() = Some(Rc::clone(&loaded));
         Ok(loaded)
     }
@@ -344,7 +346,10 @@ impl rpc::Hub for TenantHub {
     fn execute<'a>(&'a self, request: ExecuteRequest) -> LocalBoxFuture<'a, Envelope> {
         Box::pin(async move {
             let sandbox = QuickJs::new(ComputeMeter::ticks_with_wall_clock(MICROS_PER_TICK, now_micros));
-            let upstream = FetchUpstream { sources: Rc::clone(&self.loaded.sources) };
+            let upstream = FetchUpstream {
+                sources: Rc::clone(&self.loaded.sources),
+                sessions: Rc::clone(&self.loaded.sessions),
+            };
             let secrets = SealedSecrets {
                 tenant: self.tenant.clone(),
                 sources: Rc::clone(&self.loaded.sources),

@@ -2,11 +2,15 @@
 //! through `fetch`, only to each source's reviewed origin, with a per-call timeout; credential
 //! values opened from their sealed records only when a call resolves its connection.
 //!
-//! Each call opens an MCP session of its own (initialize, initialized, the call), so nothing
-//! about a source is kept between requests. Redirects are never followed by `fetch` itself:
+//! The first call to a source (per connection) opens an MCP session (initialize, initialized,
+//! the call); later calls reuse it while the tenant's configuration stays loaded, and a source
+//! that forgot the session (HTTP 404) gets a new one before the call is sent again — it never
+//! ran the call it refused. Redirects are never followed by `fetch` itself:
 //! one on the same origin is followed here (at most three), one to another origin is refused,
 //! so a credential never leaves the reviewed origin.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -29,6 +33,19 @@ const PROTOCOL_VERSION: &str = "2025-11-25";
 /// The tenant's sources, reached with `fetch`.
 pub(crate) struct FetchUpstream {
     pub(crate) sources: Rc<Vec<Source>>,
+    pub(crate) sessions: Rc<Sessions>,
+}
+
+/// The MCP sessions open with each source and connection: the session id the source gave, or
+/// `None` for a source that gives none (it keeps no state, so it needs no new initialize).
+/// Kept in memory with the loaded configuration, so a new load starts afresh.
+#[derive(Default)]
+pub(crate) struct Sessions(RefCell<HashMap<String, Option<String>>>);
+
+impl Sessions {
+    fn key(request: &UpstreamRequest<'_>) -> String {
+        format!("{}\0{}", request.namespace, request.credentials.connection.as_deref().unwrap_or_default())
+    }
 }
 
 impl Upstream for FetchUpstream {
@@ -42,7 +59,7 @@ impl Upstream for FetchUpstream {
             };
             let origin = source.endpoint().map_err(UpstreamError::Unavailable)?;
             let timeout = Delay::from(Duration::from_millis(request.timeout_ms));
-            let call = Box::pin(call_tool(source, &origin, &request));
+            let call = Box::pin(call_tool(source, &origin, &request, &self.sessions));
             match select(call, timeout).await {
                 Either::Left((result, _)) => result,
                 Either::Right(((), _)) => Err(UpstreamError::Timeout(request.timeout_ms)),
@@ -55,7 +72,38 @@ async fn call_tool(
     source: &Source,
     origin: &Origin,
     request: &UpstreamRequest<'_>,
+    sessions: &Sessions,
 ) -> Result<Value, UpstreamError> {
+    let call = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": request.tool, "arguments": request.arguments }
+    });
+    let key = Sessions::key(request);
+    let open = sessions.0.borrow().get(&key).cloned();
+    if let Some(id) = open {
+        let session = Session { source, origin, credentials: request.credentials, id };
+        let reply = session.post(&call).await?;
+        // 404 on a request carrying a session id: the source no longer knows the session and
+        // did not run the call.
+        if !(reply.status == 404 && session.id.is_some()) {
+            let answer = reply.answer(request.credentials)?;
+            return read_answer(&answer.content_type, &answer.body, 2);
+        }
+        sessions.0.borrow_mut().remove(&key);
+    }
+    let id = initialize(source, origin, request).await?;
+    sessions.0.borrow_mut().insert(key, id.clone());
+    let session = Session { source, origin, credentials: request.credentials, id };
+    let answer = session.post(&call).await?.answer(request.credentials)?;
+    read_answer(&answer.content_type, &answer.body, 2)
+}
+
+/// Opens a session with the source: initialize, then initialized; the session id it gave.
+async fn initialize(
+    source: &Source,
+    origin: &Origin,
+    request: &UpstreamRequest<'_>,
+) -> Result<Option<String>, UpstreamError> {
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
@@ -65,21 +113,43 @@ async fn call_tool(
         }
     });
     let session = Session { source, origin, credentials: request.credentials, id: None };
-    let (answer, id) = session.post(&initialize).await?;
+    let reply = session.post(&initialize).await?;
+    let id = reply.session.clone();
+    let answer = reply.answer(request.credentials)?;
     read_answer(&answer.content_type, &answer.body, 1)?;
     let session = Session { id, ..session };
-    session.post(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await?;
-    let call = json!({
-        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": { "name": request.tool, "arguments": request.arguments }
-    });
-    let (answer, _) = session.post(&call).await?;
-    read_answer(&answer.content_type, &answer.body, 2)
+    session
+        .post(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+        .await?
+        .answer(request.credentials)?;
+    Ok(session.id)
 }
 
 struct Answer {
     content_type: String,
     body: String,
+}
+
+/// One HTTP answer from a source: its status, the session id it gave, if any, and the body.
+struct Reply {
+    status: u16,
+    session: Option<String>,
+    answer: Answer,
+}
+
+impl Reply {
+    /// The body of a successful answer; an error status is reported with a short, scrubbed
+    /// excerpt of what the source said.
+    fn answer(self, credentials: &Credentials) -> Result<Answer, UpstreamError> {
+        if self.status < 400 {
+            return Ok(self.answer);
+        }
+        let mut shown: String = self.answer.body.chars().take(200).collect();
+        for (_, value) in &credentials.values {
+            shown = shown.replace(value.as_str(), "[secret]");
+        }
+        Err(UpstreamError::Unavailable(format!("the source answered HTTP {}: {shown}", self.status)))
+    }
 }
 
 struct Session<'a> {
@@ -90,8 +160,8 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// POSTs one message; the answer and the session id the source gave, if any.
-    async fn post(&self, message: &Value) -> Result<(Answer, Option<String>), UpstreamError> {
+    /// POSTs one message, following same-origin redirects; what the source answered.
+    async fn post(&self, message: &Value) -> Result<Reply, UpstreamError> {
         let unavailable = |e: worker::Error| UpstreamError::Unavailable(e.to_string());
         let mut url = self.source.url.clone();
         for _ in 0..=MAX_REDIRECTS {
@@ -123,16 +193,7 @@ impl Session<'_> {
             let session = header("mcp-session-id").or_else(|| self.id.clone());
             let content_type = header("content-type").unwrap_or_default();
             let body = response.text().await.map_err(unavailable)?;
-            if status >= 400 {
-                let mut shown: String = body.chars().take(200).collect();
-                for (_, value) in &self.credentials.values {
-                    shown = shown.replace(value.as_str(), "[secret]");
-                }
-                return Err(UpstreamError::Unavailable(format!(
-                    "the source answered HTTP {status}: {shown}"
-                )));
-            }
-            return Ok((Answer { content_type, body }, session));
+            return Ok(Reply { status, session, answer: Answer { content_type, body } });
         }
         Err(UpstreamError::Unavailable(format!("more than {MAX_REDIRECTS} redirects; not followed")))
     }

@@ -301,3 +301,49 @@ fn an_upstream_that_hangs_past_the_timeout_is_refused_and_reported() {
     assert!(envelope["error"]["message"].as_str().unwrap().contains("500 ms"), "{envelope}");
     assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
 }
+
+#[test]
+fn calls_reuse_a_sources_session_and_open_another_when_it_is_forgotten() {
+    let counter = Upstream::counter_with_sessions();
+    let manifest = counter.manifest("counter");
+    let opened = |counter: &Upstream| counter.requests()["initialize"].as_u64().unwrap();
+    let by_manifest = opened(&counter);
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    let three = "await counter.count({}); await counter.count({}); return await counter.count({})";
+    assert_eq!(hub.execute("acme", json!({"code": three}))["result"], "3");
+    assert_eq!(hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"], "4");
+    assert_eq!(
+        opened(&counter),
+        by_manifest + 1,
+        "four calls in two runs, one session: {}",
+        counter.requests()
+    );
+    // The source restarts and forgets the session: the hub opens another and the call runs once.
+    counter.forget_sessions();
+    assert_eq!(hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"], "5");
+    assert_eq!(opened(&counter), by_manifest + 2, "{}", counter.requests());
+    assert_eq!(counter.calls(), json!({"count": 5}));
+}
+
+#[test]
+fn a_source_without_sessions_is_initialized_once() {
+    let counter = Upstream::counter();
+    let manifest = counter.manifest("counter");
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    let before = counter.requests()["initialize"].as_u64().unwrap();
+    for n in 1..=3 {
+        assert_eq!(
+            hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"],
+            n.to_string()
+        );
+    }
+    assert_eq!(counter.requests()["initialize"].as_u64().unwrap(), before + 1, "{}", counter.requests());
+    // A new load starts afresh.
+    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    assert_eq!(hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"], "4");
+    assert_eq!(counter.requests()["initialize"].as_u64().unwrap(), before + 2, "{}", counter.requests());
+}

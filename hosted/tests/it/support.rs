@@ -144,9 +144,19 @@ pub struct Upstream {
 impl Upstream {
     /// The counting fixture (hosted/tests/fixtures/counter-server.mjs).
     pub fn counter() -> Upstream {
+        Upstream::counter_with(&[])
+    }
+
+    /// The counting fixture with MCP sessions it can forget.
+    pub fn counter_with_sessions() -> Upstream {
+        Upstream::counter_with(&["--sessions"])
+    }
+
+    fn counter_with(args: &[&str]) -> Upstream {
         let script = repo().join("hosted/tests/fixtures/counter-server.mjs");
         let mut child = Command::new("node")
             .arg(script)
+            .args(args)
             .env("MCP_SDK_DIR", packages().join("@modelcontextprotocol/sdk"))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -179,6 +189,18 @@ impl Upstream {
 
     pub fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// POSTs to /mcp per JSON-RPC method so far (counter fixture only).
+    pub fn requests(&self) -> Value {
+        let (status, text) = request(self.port, "GET", "/requests", None, "");
+        assert_eq!(status, 200);
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Makes the counter fixture forget every session, as a restart would.
+    pub fn forget_sessions(&self) {
+        assert_eq!(request(self.port, "POST", "/forget", None, "").0, 200);
     }
 
     /// Calls per tool so far (counter fixture only).
