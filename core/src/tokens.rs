@@ -1,16 +1,36 @@
 //! The one token counter every budget uses (describe output, the fixed surface, previews).
 //!
-//! It counts with the `o200k_base` encoding from `tiktoken-rs`, whose tables are compiled into
-//! the binary, so counting never downloads anything. The encoder is built once per process
-//! (≈ 0.2 s) and shared.
+//! It counts with the `o200k_base` encoding, from a compact table compiled into the binary (see
+//! `build.rs`), so counting never downloads anything. The encoder is built once per process and
+//! shared.
 
 use std::sync::OnceLock;
 
-use tiktoken_rs::CoreBPE;
+use rustc_hash::FxHashMap;
+use tiktoken_rs::{CoreBPE, O200K_BASE_PAT_STR, Rank};
+
+/// Every `o200k_base` token in rank order, each a length byte and then its bytes.
+static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bin"));
 
 fn encoder() -> &'static CoreBPE {
     static ENCODER: OnceLock<CoreBPE> = OnceLock::new();
-    ENCODER.get_or_init(|| tiktoken_rs::o200k_base().expect("the o200k tables are embedded"))
+    ENCODER.get_or_init(|| {
+        let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
+        ranks.reserve(200_000);
+        let mut rest = TABLE;
+        let mut rank: Rank = 0;
+        while let Some((&len, tail)) = rest.split_first() {
+            let Some((token, tail)) = tail.split_at_checked(usize::from(len)) else { break };
+            ranks.insert(token.to_vec(), rank);
+            rank += 1;
+            rest = tail;
+        }
+        let special: FxHashMap<String, Rank> =
+            [("<|endoftext|>".to_owned(), 199_999), ("<|endofprompt|>".to_owned(), 200_018)]
+                .into_iter()
+                .collect();
+        CoreBPE::new(ranks, special, O200K_BASE_PAT_STR).expect("the o200k pattern compiles")
+    })
 }
 
 /// Tokens in `text` under `o200k_base`.
@@ -29,5 +49,19 @@ mod tests {
                 "declare const github: { createIssue(input: { title: string }): Promise<unknown> };"
             ) > 10
         );
+    }
+
+    #[test]
+    fn the_compact_table_encodes_as_tiktoken_does() {
+        let reference = tiktoken_rs::o200k_base().unwrap();
+        for text in [
+            "hello world",
+            "declare const github: { createIssue(input: { title: string }): Promise<unknown> };",
+            "Ünïcödé ✓ 日本語のテキスト 🚀🚀 emoji, tabs\tand\nnewlines   spaces",
+            "<|endoftext|> is ordinary text here",
+            &"abc123 ".repeat(500),
+        ] {
+            assert_eq!(super::encoder().encode_ordinary(text), reference.encode_ordinary(text), "{text}");
+        }
     }
 }
