@@ -434,11 +434,23 @@ fn answer(host: &Host, request: Request) -> Result<Answered> {
 
 /// Runs `work` on a thread of the server's blocking pool and waits for it without blocking the
 /// server's runtime. The pool keeps its threads for a while, so a call seldom pays for starting
-/// one (nor for the run runtime each thread keeps, see [`Host`]).
+/// one (nor for the run runtime each thread keeps, see [`Host`]). Once the answer is handed
+/// over, the thread frees the finished run's sandbox and prepares the next one
+/// ([`crate::host::after_answer`]), off the caller's clock.
 async fn on_own_thread<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|_| anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))?
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let task = tokio::task::spawn_blocking(move || {
+        let _ = answer.send(work());
+        crate::host::after_answer();
+    });
+    match answered.await {
+        Ok(result) => result,
+        Err(_) => {
+            // The work panicked before answering: the task says so.
+            let _ = task.await;
+            Err(anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))
+        }
+    }
 }
 
 fn text_result(outcome: Result<String, String>) -> CallToolResult {
