@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use super::approvals::{self, Answer, ApprovalKey, KeyFile};
 use super::{rounds, tools};
 use crate::cli::Settings;
-use crate::config::{ConfigStamp, config_stamp};
+use crate::config::{ConfigStamp, config_stamp_after};
 use crate::host::Host;
 use crate::page::{ApprovalPages, Notifier};
 use crate::recorder;
@@ -69,15 +69,15 @@ impl HubServer {
 
     /// The open hub, reopened if its configuration changed on disk since it was opened.
     fn host(&self) -> Result<Arc<Host>> {
-        let stamp = config_stamp(&self.settings.home);
         let mut cached = self.host.lock().map_err(|_| anyhow::anyhow!("the hub's state is poisoned"))?;
+        let stamp = config_stamp_after(&self.settings.home, cached.as_ref().map(|(seen, _)| seen));
         if let Some((seen, host)) = cached.as_ref()
             && *seen == stamp
         {
             return Ok(Arc::clone(host));
         }
         let host = Arc::new(Host::open_for_server(&self.settings)?);
-        *cached = Some((config_stamp(&self.settings.home), Arc::clone(&host)));
+        *cached = Some((config_stamp_after(&self.settings.home, Some(&stamp)), Arc::clone(&host)));
         Ok(host)
     }
 
