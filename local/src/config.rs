@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use capabilities_core::address::Namespace;
@@ -135,23 +136,121 @@ pub fn write_json<T: Serialize>(store: &Store, relative: &str, value: &T) -> Res
     write_atomic(&store.root().join(relative), &bytes)
 }
 
-/// What the configuration looked like on disk: each record's name, size and modification time.
-/// Two equal stamps mean nothing was added, removed or rewritten in between.
-pub type ConfigStamp = Vec<(String, u64, Option<std::time::SystemTime>)>;
+/// The directories whose records make up the configuration.
+const CONFIG_DIRS: [&str; 4] = ["sources", "manifests", "connections", "policies"];
+
+/// A directory's listing is reused only once its modification time is this old: a name added
+/// later moves the time on to a later value, however coarse the filesystem's clock.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What the configuration looked like on disk: each directory's modification time and each
+/// record's name, size and modification time. Two equal stamps mean nothing was added,
+/// removed or rewritten in between.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigStamp(Vec<DirStamp>);
+
+#[derive(Debug, Clone)]
+struct DirStamp {
+    modified: Option<SystemTime>,
+    records: Vec<(String, u64, Option<SystemTime>)>,
+    /// Whether the listing was taken when `modified` was already [`SETTLED`].
+    settled: bool,
+}
+
+impl PartialEq for ConfigStamp {
+    fn eq(&self, other: &ConfigStamp) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(&other.0).all(|(a, b)| a.modified == b.modified && a.records == b.records)
+    }
+}
 
 /// Stamps the configuration records under `root` without reading them.
 pub fn config_stamp(root: &std::path::Path) -> ConfigStamp {
-    let mut stamp = Vec::new();
-    for dir in ["sources", "manifests", "connections", "policies"] {
-        for entry in fs::read_dir(root.join(dir)).into_iter().flatten().flatten() {
-            let meta = entry.metadata().ok();
-            stamp.push((
-                format!("{dir}/{}", entry.file_name().to_string_lossy()),
-                meta.as_ref().map_or(0, |m| m.len()),
-                meta.and_then(|m| m.modified().ok()),
-            ));
-        }
+    config_stamp_after(root, None)
+}
+
+/// [`config_stamp`], listing again only the directories changed since `seen`: for one whose
+/// modification time is what `seen` holds and was settled then, the records it named are
+/// stamped one by one, which saves opening and reading the directory on every call.
+pub fn config_stamp_after(root: &std::path::Path, seen: Option<&ConfigStamp>) -> ConfigStamp {
+    let now = SystemTime::now();
+    let mut dirs = Vec::with_capacity(CONFIG_DIRS.len());
+    for (i, dir) in CONFIG_DIRS.into_iter().enumerate() {
+        let path = root.join(dir);
+        let modified = fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let settled = modified.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age >= SETTLED));
+        let before = seen.and_then(|s| s.0.get(i)).filter(|d| d.settled && d.modified == modified);
+        let records = match before {
+            Some(before) => before
+                .records
+                .iter()
+                .map(|(name, _, _)| {
+                    let meta = fs::metadata(path.join(name)).ok();
+                    (name.clone(), meta.as_ref().map_or(0, |m| m.len()), meta.and_then(|m| m.modified().ok()))
+                })
+                .collect(),
+            None => {
+                let mut records: Vec<_> = fs::read_dir(&path)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|entry| {
+                        let meta = entry.metadata().ok();
+                        (
+                            entry.file_name().to_string_lossy().into_owned(),
+                            meta.as_ref().map_or(0, |m| m.len()),
+                            meta.and_then(|m| m.modified().ok()),
+                        )
+                    })
+                    .collect();
+                records.sort();
+                records
+            }
+        };
+        dirs.push(DirStamp { modified, records, settled });
     }
-    stamp.sort();
-    stamp
+    ConfigStamp(dirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets `path`'s modification time `secs` seconds back, as if it settled long ago.
+    fn age(path: &std::path::Path, secs: u64) {
+        let then = SystemTime::now() - std::time::Duration::from_secs(secs);
+        fs::File::open(path).and_then(|f| f.set_modified(then)).expect("an old modification time");
+    }
+
+    #[test]
+    fn stamps_see_every_change_whether_or_not_a_listing_is_reused() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        for dir in CONFIG_DIRS {
+            fs::create_dir(root.path().join(dir)).expect("a config dir");
+        }
+        let record = root.path().join("sources/a.json");
+        fs::write(&record, "{}").expect("a record");
+        age(&record, 20);
+        for dir in CONFIG_DIRS {
+            age(&root.path().join(dir), 10);
+        }
+        let first = config_stamp(root.path());
+        let again = config_stamp_after(root.path(), Some(&first));
+        assert_eq!(first, again, "nothing changed");
+
+        // Rewritten in place: the directory keeps its time, the record does not.
+        fs::write(&record, "{\"x\":1}").expect("a rewrite");
+        let rewritten = config_stamp_after(root.path(), Some(&again));
+        assert_ne!(again, rewritten);
+
+        // A new record moves the directory's time on, so it is listed again.
+        fs::write(root.path().join("policies/policy.json"), "{}").expect("a new record");
+        let added = config_stamp_after(root.path(), Some(&rewritten));
+        assert_ne!(rewritten, added);
+        assert_eq!(added, config_stamp(root.path()));
+
+        // Removed, even right after it was listed.
+        fs::remove_file(root.path().join("policies/policy.json")).expect("a removal");
+        assert_ne!(added, config_stamp_after(root.path(), Some(&added)));
+    }
 }

@@ -7,8 +7,8 @@
 //! builds that runtime once and keeps it for the runs it drives after.
 
 use std::cell::OnceCell;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -157,22 +157,27 @@ impl Host {
                     cell.get_or_init(|| built)
                 }
             };
-            self.run_engine(runtime, op)
+            SANDBOX.with(|sandbox| {
+                let sandbox = sandbox.get_or_init(new_sandbox);
+                // Normally freed by `after_answer`; a caller that never calls it frees here.
+                sandbox.free_spent();
+                self.run_engine(runtime, sandbox, op)
+            })
         })
     }
 
-    fn run_engine(&self, runtime: &tokio::runtime::Runtime, op: Op<'_>) -> Result<Envelope> {
-        let started = Instant::now();
-        let sandbox = QuickJs::with_cancel(
-            ComputeMeter::clock(move || started.elapsed().as_micros() as u64),
-            Arc::new(AtomicBool::new(false)),
-        );
+    fn run_engine(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        sandbox: &QuickJs,
+        op: Op<'_>,
+    ) -> Result<Envelope> {
         let secrets = LocalSecrets::new(&self.config, &self.store);
         let engine = Engine {
             catalog: &self.surface.catalog,
             policy: &self.surface.policy,
             lookup: &self.surface,
-            sandbox: &sandbox,
+            sandbox,
             upstream: &self.upstream,
             secrets: &secrets,
             store: &self.store,
@@ -195,6 +200,36 @@ thread_local! {
     /// This thread's runtime for runs, built on its first run: building one per run costs more
     /// than a small run itself.
     static RUN_RUNTIME: OnceCell<tokio::runtime::Runtime> = const { OnceCell::new() };
+
+    /// This thread's sandbox driver, built on its first run. Between runs it holds the next
+    /// attempt's runtime and context, prepared by [`after_answer`]; every attempt still takes
+    /// a runtime nothing ran in before.
+    static SANDBOX: OnceCell<QuickJs> = const { OnceCell::new() };
+}
+
+/// A sandbox driver whose attempts leave their runtime to be freed after the answer.
+fn new_sandbox() -> QuickJs {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    QuickJs::with_cancel(
+        ComputeMeter::clock(move || epoch.elapsed().as_micros() as u64),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .free_spent_later()
+}
+
+/// Work for a thread that has just handed over a run's answer: it frees the runtime of the
+/// attempt that ended and prepares the next attempt's, so neither costs the next run. Does
+/// nothing on a thread that never ran code.
+pub fn after_answer() {
+    SANDBOX.with(|sandbox| {
+        if let Some(sandbox) = sandbox.get() {
+            sandbox.free_spent();
+            if let Err(err) = sandbox.prepare() {
+                tracing_warn(&err);
+            }
+        }
+    });
 }
 
 /// The source pool, driven on the host's long-lived runtime whatever runtime the run uses.

@@ -9,8 +9,10 @@
 //! A server may hand a run's record to writer threads when an attempt starts and when the run
 //! ends, so neither waits on its sync: the run's locks are taken before `save_run` returns and
 //! held until the record is in place, and every read of the record, every later save and every
-//! journal append waits for them. So the record that starts an attempt is on disk before the
-//! attempt's first call is journaled (the sync overlaps the sandbox starting), and a run's last
+//! journal append waits for them (an append after syncing its own line). So the record that
+//! starts an attempt is on disk before the attempt's first call goes out — its sync overlaps the
+//! sandbox starting and the sync of that call's line; a line that lands without its record names
+//! a call never made, and resume never repeats a call line that has no outcome — and a run's last
 //! record may land after the answer: until then the record on disk is the one that started the
 //! attempt and the journal holds every call with its outcome, so a hub stopped in between leaves
 //! a run that resumes by replay, repeating no call. A record waiting for a person is written in
@@ -205,24 +207,33 @@ impl Store {
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         line.push(b'\n');
         let _lock = self.lock(&format!("{id}.journal"))?;
-        // The record that started this attempt is on disk before any of its calls is journaled.
-        let _written = self.written_lock(id, false)?;
-        if let Some(why) = failed_write(&self.run_path(id)?) {
+        let record = self.run_path(id)?;
+        if let Some(why) = failed_write(&record) {
             return Err(StoreError::Io(format!("runs/{id}.json"), why));
         }
         let mut file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(&path, e))?;
         // A line torn by a crash is only ever the last one; start on a fresh line after it.
         let len = file.metadata().map_err(|e| io_error(&path, e))?.len();
-        if len > 0 && !ends_with_newline(&path, len) {
+        if len > 0 && !ends_with_newline(&file, len) {
             file.write_all(b"\n").map_err(|e| io_error(&path, e))?;
         }
         file.write_all(&line).map_err(|e| io_error(&path, e))?;
-        file.sync_data().map_err(|e| io_error(&path, e))
+        file.sync_data().map_err(|e| io_error(&path, e))?;
+        // The record that started this attempt is on disk before the append returns, so before
+        // the call it announces goes out. Its sync overlaps this one: a line that lands without
+        // its record names a call that was never made, and a line without an outcome is never
+        // repeated on resume, whatever the reason it has none.
+        let _written = self.written_lock(id, false)?;
+        match failed_write(&record) {
+            Some(why) => Err(StoreError::Io(format!("runs/{id}.json"), why)),
+            None => Ok(()),
+        }
     }
 
     pub fn read_journal_sync(&self, id: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -414,11 +425,10 @@ fn is_torn(lines: &[&[u8]], i: usize) -> bool {
     lines[i + 1..].iter().all(|l| l.is_empty())
 }
 
-fn ends_with_newline(path: &Path, len: u64) -> bool {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = File::open(path) else { return true };
+fn ends_with_newline(file: &File, len: u64) -> bool {
+    use std::os::unix::fs::FileExt;
     let mut last = [0u8; 1];
-    f.seek(SeekFrom::Start(len - 1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] == b'\n'
+    file.read_exact_at(&mut last, len - 1).is_ok() && last[0] == b'\n'
 }
 
 fn io_error(path: &Path, err: io::Error) -> StoreError {

@@ -8,6 +8,7 @@
 mod driver;
 mod hostile;
 mod prelude;
+mod prepared;
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;

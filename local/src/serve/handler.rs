@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use super::approvals::{self, Answer, ApprovalKey, KeyFile};
 use super::{rounds, tools};
 use crate::cli::Settings;
-use crate::config::{ConfigStamp, config_stamp};
+use crate::config::{ConfigStamp, config_stamp_after};
 use crate::host::Host;
 use crate::page::{ApprovalPages, Notifier};
 use crate::recorder;
@@ -69,15 +69,15 @@ impl HubServer {
 
     /// The open hub, reopened if its configuration changed on disk since it was opened.
     fn host(&self) -> Result<Arc<Host>> {
-        let stamp = config_stamp(&self.settings.home);
         let mut cached = self.host.lock().map_err(|_| anyhow::anyhow!("the hub's state is poisoned"))?;
+        let stamp = config_stamp_after(&self.settings.home, cached.as_ref().map(|(seen, _)| seen));
         if let Some((seen, host)) = cached.as_ref()
             && *seen == stamp
         {
             return Ok(Arc::clone(host));
         }
         let host = Arc::new(Host::open_for_server(&self.settings)?);
-        *cached = Some((config_stamp(&self.settings.home), Arc::clone(&host)));
+        *cached = Some((config_stamp_after(&self.settings.home, Some(&stamp)), Arc::clone(&host)));
         Ok(host)
     }
 
@@ -434,11 +434,23 @@ fn answer(host: &Host, request: Request) -> Result<Answered> {
 
 /// Runs `work` on a thread of the server's blocking pool and waits for it without blocking the
 /// server's runtime. The pool keeps its threads for a while, so a call seldom pays for starting
-/// one (nor for the run runtime each thread keeps, see [`Host`]).
+/// one (nor for the run runtime each thread keeps, see [`Host`]). Once the answer is handed
+/// over, the thread frees the finished run's sandbox and prepares the next one
+/// ([`crate::host::after_answer`]), off the caller's clock.
 async fn on_own_thread<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|_| anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))?
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let task = tokio::task::spawn_blocking(move || {
+        let _ = answer.send(work());
+        crate::host::after_answer();
+    });
+    match answered.await {
+        Ok(result) => result,
+        Err(_) => {
+            // The work panicked before answering: the task says so.
+            let _ = task.await;
+            Err(anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))
+        }
+    }
 }
 
 fn text_result(outcome: Result<String, String>) -> CallToolResult {

@@ -1,6 +1,7 @@
 //! One attempt inside QuickJS: a fresh runtime and context, the prelude, the code, and the loop
 //! that moves calls between the guest and the bridge until the code settles or must stop.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures_util::future::{FutureExt, ready};
@@ -88,24 +89,71 @@ fn internal(what: &str) -> impl FnOnce(rquickjs::Error) -> AttemptEnd + '_ {
     move |e| AttemptEnd::Internal(format!("{what}: {e}"))
 }
 
+/// Where an attempt's guest comes from and where it goes when the attempt is over.
+pub(crate) struct Lifecycle {
+    /// A guest made ahead by [`Fresh::new`], never used before; built on the spot when absent.
+    pub(crate) fresh: Option<Fresh>,
+    /// Where the spent guest is left for the host to free later; freed at once when absent.
+    pub(crate) spent: Option<Rc<SpentGuests>>,
+}
+
+/// Guests whose attempts are over, kept only until the host frees them. Nothing runs in them
+/// again.
+#[derive(Default)]
+pub(crate) struct SpentGuests(RefCell<Vec<Guest>>);
+
+impl SpentGuests {
+    fn keep(&self, guest: Guest) {
+        // Should the list be busy (it never is: attempts on one driver do not overlap), the
+        // guest is freed here instead.
+        if let Ok(mut spent) = self.0.try_borrow_mut() {
+            spent.push(guest);
+        }
+    }
+
+    /// Frees every spent guest.
+    pub(crate) fn free(&self) {
+        let spent = match self.0.try_borrow_mut() {
+            Ok(mut spent) => std::mem::take(&mut *spent),
+            Err(_) => return,
+        };
+        drop(spent);
+    }
+}
+
 /// Runs one attempt to its end.
-pub(crate) async fn run(budget: Budget, attempt: Attempt, bridge: &dyn Bridge) -> AttemptReport {
+pub(crate) async fn run(
+    budget: Budget,
+    attempt: Attempt,
+    bridge: &dyn Bridge,
+    lifecycle: Lifecycle,
+) -> AttemptReport {
     let host = Host::new(attempt.log_budget_bytes);
     let mut calls_issued = 0;
-    let end = match Guest::start(Rc::new(budget), &attempt, &host) {
-        Ok(guest) => guest.drive(&host, bridge, &mut calls_issued).await,
+    let end = match Guest::start(Rc::new(budget), &attempt, &host, lifecycle.fresh) {
+        Ok(guest) => guest.drive(&host, bridge, &mut calls_issued, lifecycle.spent.as_deref()).await,
         Err(end) => end,
     };
     let logs = host.take_logs();
     AttemptReport { end, logs: logs.lines, logs_truncated: logs.truncated, calls_issued }
 }
 
-impl Guest {
-    fn start(budget: Rc<Budget>, attempt: &Attempt, host: &Rc<Host>) -> Result<Guest, AttemptEnd> {
-        if let Some(stop) = budget.check() {
-            return Err(stop_end(stop));
-        }
-        let heap = Heap::new(attempt.limits.memory_bytes);
+/// What every attempt builds before it sees its own code or configuration: a new runtime and
+/// context with the prelude module evaluated (its `install` not yet called). Made ahead of an
+/// attempt so the attempt skips that work; it is handed to at most one attempt and dropped
+/// with it, so no guest code ever runs in a context another attempt used.
+pub(crate) struct Fresh {
+    install: Persistent<Function<'static>>,
+    context: Context,
+    runtime: Runtime,
+    heap: Rc<Heap>,
+}
+
+impl Fresh {
+    pub(crate) fn new() -> Result<Fresh, AttemptEnd> {
+        // The ceiling is the attempt's, set when an attempt takes this guest; what the prelude
+        // allocated here counts against it then, as when it is built inside the attempt.
+        let heap = Heap::new(usize::MAX);
         let runtime = Runtime::new_with_alloc(GuestAllocator::new(Rc::clone(&heap)))
             .map_err(internal("cannot start a runtime"))?;
         runtime.set_max_stack_size(MAX_STACK_BYTES);
@@ -114,8 +162,36 @@ impl Guest {
         // caps the heap; collections grow their threshold from here as usual.
         runtime.set_gc_threshold(GC_THRESHOLD_BYTES);
         runtime.set_loader(NoModules, NoModules);
+        let prelude = prelude::bytecode().map_err(AttemptEnd::Internal)?;
+        let context =
+            Context::custom::<GuestIntrinsics>(&runtime).map_err(internal("cannot start a context"))?;
+        let install = context.with(|ctx| -> Result<_, AttemptEnd> {
+            let module = load_module(&ctx, prelude).catch(&ctx).map_err(caught("cannot load the prelude"))?;
+            let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
+            let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
+            Ok(Persistent::save(&ctx, install))
+        })?;
+        Ok(Fresh { install, context, runtime, heap })
+    }
+}
+
+impl Guest {
+    fn start(
+        budget: Rc<Budget>,
+        attempt: &Attempt,
+        host: &Rc<Host>,
+        fresh: Option<Fresh>,
+    ) -> Result<Guest, AttemptEnd> {
+        if let Some(stop) = budget.check() {
+            return Err(stop_end(stop));
+        }
+        let fresh = match fresh {
+            Some(fresh) => fresh,
+            None => Fresh::new()?,
+        };
+        fresh.heap.set_limit(attempt.limits.memory_bytes);
         let handler_budget = Rc::clone(&budget);
-        runtime.set_interrupt_handler(Some(Box::new(move || handler_budget.interrupt())));
+        fresh.runtime.set_interrupt_handler(Some(Box::new(move || handler_budget.interrupt())));
 
         let code = budget.segment(|| compile_module(CODE_MODULE, &wrap(&attempt.body), true)).map_err(
             |e| match e {
@@ -123,10 +199,6 @@ impl Guest {
                 CompileError::Internal(e) => AttemptEnd::Internal(e),
             },
         )?;
-        let prelude = prelude::bytecode().map_err(AttemptEnd::Internal)?;
-
-        let context =
-            Context::custom::<GuestIntrinsics>(&runtime).map_err(internal("cannot start a context"))?;
         let config = json!({
             "namespaces": attempt.namespaces,
             "seed": seed_words(attempt.seed),
@@ -136,10 +208,9 @@ impl Guest {
             "maxResultBytes": MAX_RESULT_BYTES,
         })
         .to_string();
-        let installed = context.with(|ctx| -> Result<_, AttemptEnd> {
-            let module = load_module(&ctx, prelude).catch(&ctx).map_err(caught("cannot load the prelude"))?;
-            let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
-            let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
+        let installed = fresh.context.with(|ctx| -> Result<_, AttemptEnd> {
+            let install =
+                fresh.install.clone().restore(&ctx).map_err(internal("the prelude has no install"))?;
             let host = host.object(&ctx).map_err(internal("cannot build the host object"))?;
             let api: Object =
                 install.call((host, config)).catch(&ctx).map_err(caught("cannot install the prelude"))?;
@@ -147,6 +218,9 @@ impl Guest {
         });
         let api = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
 
+        // Field by field, the handle first: it must go before the context and runtime.
+        let Fresh { install, context, runtime, heap } = fresh;
+        drop(install);
         let mut guest = Guest { api, code: None, context, runtime, budget, heap };
         guest.run_jobs()?;
         let evaluated = guest.budget.segment(|| {
@@ -175,10 +249,19 @@ impl Guest {
 
     /// Moves calls between the guest and the bridge until the code settles or must stop, then
     /// lets calls already made finish (their answers are not delivered).
-    async fn drive<'a>(self, host: &Rc<Host>, bridge: &'a dyn Bridge, calls_issued: &mut u32) -> AttemptEnd {
+    async fn drive<'a>(
+        self,
+        host: &Rc<Host>,
+        bridge: &'a dyn Bridge,
+        calls_issued: &mut u32,
+        spent: Option<&SpentGuests>,
+    ) -> AttemptEnd {
         let mut in_flight: InFlight<'a> = FuturesUnordered::new();
         let end = self.drive_loop(host, bridge, calls_issued, &mut in_flight).await;
-        drop(self);
+        match spent {
+            Some(spent) => spent.keep(self),
+            None => drop(self),
+        }
         match end {
             // Calls the code made before it settled still go out: it asked for them, and the
             // engine journals them. If one of them must wait for a person, so must the run.

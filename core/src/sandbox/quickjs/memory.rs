@@ -25,6 +25,11 @@ impl Heap {
         self.exhausted.get()
     }
 
+    /// Sets the ceiling to `limit` bytes (an attempt taking a guest made ahead of it).
+    pub(crate) fn set_limit(&self, limit: usize) {
+        self.limit.set(limit);
+    }
+
     /// Raises the ceiling by `extra` bytes (room to read a result or an error).
     pub(crate) fn grant(&self, extra: usize) {
         self.limit.set(self.limit.get().saturating_add(extra));

@@ -23,6 +23,8 @@ mod meter;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -31,16 +33,32 @@ pub use meter::{ComputeMeter, MicrosClock};
 use crate::ports::LocalBoxFuture;
 use crate::sandbox::{Attempt, AttemptReport, Bridge, Sandbox};
 
-/// The QuickJS driver. Cheap to keep: all per-attempt state lives in the attempt's future.
-#[derive(Debug)]
+/// The QuickJS driver. Cheap to keep: all per-attempt state lives in the attempt's future,
+/// except a guest made ahead by [`QuickJs::prepare`] and, with [`QuickJs::free_spent_later`],
+/// guests whose attempts are over.
 pub struct QuickJs {
     meter: ComputeMeter,
     cancel: Arc<AtomicBool>,
+    /// A runtime and context with the prelude evaluated, for the next attempt only.
+    spare: RefCell<Option<attempt::Fresh>>,
+    /// Where attempts leave their spent guest, when the host frees them itself.
+    spent: Option<Rc<attempt::SpentGuests>>,
+}
+
+impl std::fmt::Debug for QuickJs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuickJs")
+            .field("meter", &self.meter)
+            .field("cancel", &self.cancel)
+            .field("prepared", &self.spare.try_borrow().map(|s| s.is_some()).unwrap_or(true))
+            .field("free_spent_later", &self.spent.is_some())
+            .finish()
+    }
 }
 
 impl QuickJs {
     pub fn new(meter: ComputeMeter) -> QuickJs {
-        QuickJs { meter, cancel: Arc::new(AtomicBool::new(false)) }
+        QuickJs::with_cancel(meter, Arc::new(AtomicBool::new(false)))
     }
 
     /// A driver whose attempts stop, as [`crate::sandbox::AttemptEnd::Cancelled`], once `cancel`
@@ -48,17 +66,55 @@ impl QuickJs {
     /// must not wait for an answer in flight also drops the attempt's future. The host clears
     /// the flag before reusing the driver.
     pub fn with_cancel(meter: ComputeMeter, cancel: Arc<AtomicBool>) -> QuickJs {
-        QuickJs { meter, cancel }
+        QuickJs { meter, cancel, spare: RefCell::new(None), spent: None }
     }
 
     /// The flag that cancels this driver's attempts.
     pub fn cancel_flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.cancel)
     }
+
+    /// Attempts leave their runtime to [`QuickJs::free_spent`] instead of freeing it before
+    /// they report, so a host can answer first and free it after. Nothing runs in a spent
+    /// runtime again.
+    pub fn free_spent_later(mut self) -> QuickJs {
+        self.spent = Some(Rc::default());
+        self
+    }
+
+    /// Frees the runtimes of attempts that are over (see [`QuickJs::free_spent_later`]).
+    pub fn free_spent(&self) {
+        if let Some(spent) = &self.spent {
+            spent.free();
+        }
+    }
+
+    /// Builds the next attempt's runtime and context and evaluates the prelude in it now, while
+    /// the host has nothing else to do, unless one is waiting already. Only the next attempt on
+    /// this driver takes it, and no other attempt ever does: every attempt still runs in a
+    /// context nothing ran in before.
+    pub fn prepare(&self) -> Result<(), String> {
+        if self.spare.try_borrow().map_or(true, |spare| spare.is_some()) {
+            return Ok(());
+        }
+        let fresh = attempt::Fresh::new().map_err(|end| format!("cannot prepare a sandbox: {end:?}"))?;
+        if let Ok(mut spare) = self.spare.try_borrow_mut() {
+            *spare = Some(fresh);
+        }
+        Ok(())
+    }
+
+    /// Whether a guest made by [`QuickJs::prepare`] waits for the next attempt.
+    pub fn is_prepared(&self) -> bool {
+        self.spare.try_borrow().is_ok_and(|spare| spare.is_some())
+    }
 }
 
 impl Sandbox for QuickJs {
     fn run<'a>(&'a self, attempt: Attempt, bridge: &'a dyn Bridge) -> LocalBoxFuture<'a, AttemptReport> {
+        // Taken before the first await: two attempts can never share it.
+        let fresh = self.spare.try_borrow_mut().ok().and_then(|mut spare| spare.take());
+        let spent = self.spent.clone();
         Box::pin(async move {
             let budget = meter::Budget::new(
                 self.meter.clone(),
@@ -66,7 +122,7 @@ impl Sandbox for QuickJs {
                 attempt.limits.compute_ms,
                 attempt.limits.wall_ms,
             );
-            attempt::run(budget, attempt, bridge).await
+            attempt::run(budget, attempt, bridge, attempt::Lifecycle { fresh, spent }).await
         })
     }
 }

@@ -1,0 +1,63 @@
+//! Guests made ahead of their attempt (`QuickJs::prepare`) and spent runtimes freed after the
+//! answer (`QuickJs::free_spent_later`): each attempt still runs in a context nothing ran in.
+
+use capabilities_core::sandbox::{AttemptEnd, LimitKind};
+use expect_test::expect;
+
+use super::{FakeBridge, attempt, driver, render, run_on};
+
+/// Runs each body on one driver, preparing the next guest between attempts.
+fn in_turn(bodies: &[&str]) -> String {
+    let driver = driver().free_spent_later();
+    let mut out = Vec::new();
+    for body in bodies {
+        driver.prepare().expect("a guest is prepared");
+        assert!(driver.is_prepared());
+        let bridge = FakeBridge::echo();
+        let report = run_on(&driver, attempt(body), &bridge);
+        assert!(!driver.is_prepared(), "the attempt took the prepared guest");
+        out.push(render(&report, &bridge));
+        driver.free_spent();
+    }
+    out.join("\n")
+}
+
+#[test]
+fn nothing_an_attempt_leaves_reaches_the_next() {
+    let got = in_turn(&[
+        "globalThis.left = 1; Object.prototype.polluted = 2; Array.prototype.map = null; \
+         Math.random = () => 4; return typeof left",
+        "return [typeof left, ({}).polluted, typeof [].map, Math.random() === 4]",
+        "memory.readGraph = 1; return 'changed'",
+        "return await memory.readGraph()",
+    ]);
+    expect![[r#"
+        completed "number"
+        completed ["undefined",null,"function",false]
+        threw TypeError: 'readGraph' is read-only
+        completed {"tool":"memory.readGraph","args":{}}
+        call 0 memory.readGraph {} {}"#]]
+    .assert_eq(&got);
+}
+
+#[test]
+fn a_prepared_guest_takes_the_attempts_own_heap_limit() {
+    let driver = driver();
+    driver.prepare().expect("a guest is prepared");
+    let mut a = attempt("const a = []; for (;;) a.push('x'.repeat(1024));");
+    a.limits.memory_bytes = 8 * 1024 * 1024;
+    let report = run_on(&driver, a, &FakeBridge::echo());
+    assert!(matches!(report.end, AttemptEnd::Limit(LimitKind::Memory)), "{:?}", report.end);
+    // Without a prepared guest the next attempt builds its own.
+    let report = run_on(&driver, attempt("return 2"), &FakeBridge::echo());
+    assert!(matches!(report.end, AttemptEnd::Completed(Some(_))), "{:?}", report.end);
+}
+
+#[test]
+fn a_syntax_error_spends_the_prepared_guest() {
+    let driver = driver();
+    driver.prepare().expect("a guest is prepared");
+    let report = run_on(&driver, attempt("return ("), &FakeBridge::echo());
+    assert!(matches!(report.end, AttemptEnd::Threw(_)), "{:?}", report.end);
+    assert!(!driver.is_prepared());
+}
