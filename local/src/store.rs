@@ -284,10 +284,22 @@ impl Store {
     /// Removes runs (record and journal) not modified within `age`.
     pub fn prune_runs(&self, age: Duration) {
         let Some(cutoff) = SystemTime::now().checked_sub(age) else { return };
+        let old =
+            |entry: &fs::DirEntry| entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
         let Ok(entries) = fs::read_dir(self.root.join("runs")) else { return };
         for entry in entries.flatten() {
-            let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
-            if old {
+            if old(&entry) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        // A run's lock files (`<id>.lock`, `<id>_journal.lock`, `<id>_written.lock`) are made
+        // with it and never written: they go once they are as old and their record is gone.
+        let Ok(locks) = fs::read_dir(self.root.join("locks")) else { return };
+        for entry in locks.flatten() {
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else { continue };
+            let id = stem.strip_suffix("_journal").or_else(|| stem.strip_suffix("_written")).unwrap_or(stem);
+            if is_run_id(id) && old(&entry) && !self.root.join("runs").join(format!("{id}.json")).exists() {
                 let _ = fs::remove_file(entry.path());
             }
         }
@@ -527,5 +539,50 @@ impl RunStore for Store {
 
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
         Box::pin(async move { self.read_journal_sync(id) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn age(path: &Path, days: u64) {
+        let when = SystemTime::now() - Duration::from_secs(days * 86_400);
+        File::options().write(true).open(path).unwrap().set_modified(when).unwrap();
+    }
+
+    #[test]
+    fn pruning_removes_an_old_runs_lock_files_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (gone, kept) = ("run_00000000000000aa", "run_00000000000000bb");
+        for id in [gone, kept] {
+            fs::write(store.root.join("runs").join(format!("{id}.json")), "{}").unwrap();
+            for record in [id.to_owned(), format!("{id}.journal"), format!("{id}.written")] {
+                drop(store.lock(&record).unwrap());
+            }
+        }
+        drop(store.lock("policy").unwrap());
+        let locks = store.root.join("locks");
+        for entry in fs::read_dir(&locks).unwrap().flatten() {
+            age(&entry.path(), 8);
+        }
+        age(&store.root.join("runs").join(format!("{gone}.json")), 8);
+        store.prune_runs(RUN_RETENTION);
+        let mut left: Vec<String> = fs::read_dir(&locks)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "policy.lock",
+                "run_00000000000000bb.lock",
+                "run_00000000000000bb_journal.lock",
+                "run_00000000000000bb_written.lock"
+            ]
+        );
     }
 }
