@@ -500,8 +500,11 @@ impl ServerHandler for HubServer {
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         if rounds::asks_inline(&context) {
+            // Only a retried `execute` carries answers to record, as on the hosted hub; search
+            // and describe ask nothing, so a state sent with them is not read.
+            let request_state = request.request_state.filter(|_| request.name == tools::EXECUTE);
             return Ok(self
-                .call_inline(&request.name, arguments, request.input_responses, request.request_state)
+                .call_inline(&request.name, arguments, request.input_responses, request_state)
                 .await);
         }
         Ok(self.call_with(&request.name, arguments, Some(&context)).await.into())

@@ -553,6 +553,29 @@ fn a_signed_state_counts_once_and_a_forged_one_never() {
     assert_eq!(stored_run(&server.home(), &run_id)["decisions"], json!([]));
     assert_eq!(entity_lines(&memory_file, "f"), 0);
 
+    // The right state sent with `search` is not read: search answers and records nothing.
+    let search_headers = [headers[0], headers[1], headers[2], ("mcp-name", "search")];
+    let searched = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+                "name": "search",
+                "arguments": { "query": "create entities" },
+                "inputResponses": accept,
+                "requestState": state,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" },
+                    "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } },
+                },
+            }})
+            .to_string(),
+            &search_headers,
+        )
+        .json();
+    let found = searched["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(found.contains("memory.createEntities"), "{searched}");
+    assert_eq!(stored_run(&server.home(), &run_id)["decisions"], json!([]));
+
     let done = call(3, json!({ "inputResponses": accept, "requestState": state }));
     assert_eq!(done["result"]["structuredContent"]["status"], "completed", "{done}");
     assert_eq!(
