@@ -41,6 +41,23 @@ fn temp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// A fresh workerd (its storage in `dir`) beside `counter`, and the one-source load of the
+/// counter with its live manifest, to adjust before [`loaded`] takes it into tenant `acme`.
+struct CounterHub {
+    hub: Workerd,
+    counter: Upstream,
+    load: Value,
+    dir: tempfile::TempDir,
+}
+
+fn counter_hub(counter: Upstream) -> CounterHub {
+    let manifest = counter.manifest("counter");
+    let load = load_one("counter", &counter, &manifest, &[]);
+    let dir = temp();
+    let hub = Workerd::start(dir.path());
+    CounterHub { hub, counter, load, dir }
+}
+
 #[test]
 fn initialize_and_tools_list_are_the_local_hubs() {
     let dir = temp();
@@ -102,11 +119,8 @@ fn execute_calls_server_everything_over_http() {
 
 #[test]
 fn a_write_waits_for_approval_and_nothing_goes_upstream() {
-    let counter = Upstream::counter();
-    let manifest = counter.manifest("counter");
-    let dir = temp();
-    let hub = Workerd::start(dir.path());
-    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    let CounterHub { hub, counter, load, dir: _dir } = counter_hub(Upstream::counter());
+    loaded(&hub, "acme", &load);
     let envelope = hub.execute(
         "acme",
         json!({"code": "await counter.count({}); return await counter.write({text: 'hi'})"}),
@@ -127,11 +141,8 @@ fn a_write_waits_for_approval_and_nothing_goes_upstream() {
 
 #[test]
 fn a_killed_workerd_resumes_from_its_journal_without_repeating_a_call() {
-    let counter = Upstream::counter();
-    let manifest = counter.manifest("counter");
-    let dir = temp();
-    let hub = Workerd::start(dir.path());
-    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    let CounterHub { hub, counter, load, dir } = counter_hub(Upstream::counter());
+    loaded(&hub, "acme", &load);
     let port = hub.port;
     let code = "const n = await counter.count({}); \
                 let slow; try { slow = await counter.slow({ms: 20000}); } catch (e) { slow = e.code; } \
@@ -273,11 +284,7 @@ fn the_typescript_sdk_client_connects_lists_and_executes() {
 
 #[test]
 fn an_upstream_that_answers_garbage_is_reported() {
-    let counter = Upstream::counter();
-    let manifest = counter.manifest("counter");
-    let dir = temp();
-    let hub = Workerd::start(dir.path());
-    let mut load = load_one("counter", &counter, &manifest, &[]);
+    let CounterHub { hub, counter, mut load, dir: _dir } = counter_hub(Upstream::counter());
     load["sources"][0]["url"] = json!(format!("{}/nowhere", counter.origin()));
     loaded(&hub, "acme", &load);
     let envelope = hub.execute("acme", json!({"code": "return await counter.count({})"}));
@@ -287,11 +294,7 @@ fn an_upstream_that_answers_garbage_is_reported() {
 
 #[test]
 fn an_upstream_that_hangs_past_the_timeout_is_refused_and_reported() {
-    let counter = Upstream::counter();
-    let manifest = counter.manifest("counter");
-    let dir = temp();
-    let hub = Workerd::start(dir.path());
-    let mut load = load_one("counter", &counter, &manifest, &[]);
+    let CounterHub { hub, counter: _counter, mut load, dir: _dir } = counter_hub(Upstream::counter());
     load["upstreamTimeoutMs"] = json!(500);
     loaded(&hub, "acme", &load);
     let started = Instant::now();
@@ -304,13 +307,10 @@ fn an_upstream_that_hangs_past_the_timeout_is_refused_and_reported() {
 
 #[test]
 fn calls_reuse_a_sources_session_and_open_another_when_it_is_forgotten() {
-    let counter = Upstream::counter_with_sessions();
-    let manifest = counter.manifest("counter");
+    let CounterHub { hub, counter, load, dir: _dir } = counter_hub(Upstream::counter_with_sessions());
     let opened = |counter: &Upstream| counter.requests()["initialize"].as_u64().unwrap();
     let by_manifest = opened(&counter);
-    let dir = temp();
-    let hub = Workerd::start(dir.path());
-    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    loaded(&hub, "acme", &load);
     let three = "await counter.count({}); await counter.count({}); return await counter.count({})";
     assert_eq!(hub.execute("acme", json!({"code": three}))["result"], "3");
     assert_eq!(hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"], "4");
@@ -329,11 +329,8 @@ fn calls_reuse_a_sources_session_and_open_another_when_it_is_forgotten() {
 
 #[test]
 fn a_source_without_sessions_is_initialized_once() {
-    let counter = Upstream::counter();
-    let manifest = counter.manifest("counter");
-    let dir = temp();
-    let hub = Workerd::start(dir.path());
-    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    let CounterHub { hub, counter, load, dir: _dir } = counter_hub(Upstream::counter());
+    loaded(&hub, "acme", &load);
     let before = counter.requests()["initialize"].as_u64().unwrap();
     for n in 1..=3 {
         assert_eq!(
@@ -343,7 +340,7 @@ fn a_source_without_sessions_is_initialized_once() {
     }
     assert_eq!(counter.requests()["initialize"].as_u64().unwrap(), before + 1, "{}", counter.requests());
     // A new load starts afresh.
-    loaded(&hub, "acme", &load_one("counter", &counter, &manifest, &[]));
+    loaded(&hub, "acme", &load);
     assert_eq!(hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"], "4");
     assert_eq!(counter.requests()["initialize"].as_u64().unwrap(), before + 2, "{}", counter.requests());
 }
