@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use capabilities_core::address::Namespace;
 use capabilities_core::catalog::{Catalog, SourceView};
+use capabilities_core::fakes;
 use capabilities_core::fakes::{
     CountingEntropy, FakeUpstream, ManualClock, MemoryStore, TableSecrets, block_on,
 };
@@ -29,6 +30,7 @@ use capabilities_core::sandbox::{
     Attempt, AttemptEnd, Bridge, GuestCall, GuestNamespace, GuestReply, Sandbox,
 };
 use capabilities_core::surface::Surface;
+use capabilities_core::surface::envelope::Envelope;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -68,7 +70,7 @@ fn surface() -> Surface {
     for (address, tool) in catalog.tools() {
         state.reviewed.insert(address.to_string(), tool.digest);
     }
-    Surface::new(catalog, CompiledPolicy::new(state).expect("valid policy"), Limits::DEFAULT)
+    Surface::new(catalog, CompiledPolicy::new(state).expect("valid policy"), Limits::DEFAULT, fakes::words())
 }
 
 fn bench(c: &mut Criterion) {
@@ -82,6 +84,7 @@ fn bench(c: &mut Criterion) {
 
     let floor = || {
         let attempt = Attempt {
+            run_id: "run_0000000000000001".to_owned(),
             body: "return 1".to_owned(),
             namespaces: vec![GuestNamespace {
                 name: "notes".into(),
@@ -110,9 +113,9 @@ fn bench(c: &mut Criterion) {
             clock: &clock,
             entropy: &entropy,
             limits: Limits::DEFAULT,
-            decide_later: &|run| format!("`capabilities hub approve {run}`"),
+            words: &surface.words,
         };
-        let envelope = block_on(engine.execute(code));
+        let envelope = Envelope::render(block_on(engine.execute(code)), &Limits::DEFAULT, &surface.words);
         assert_eq!(envelope.status, "completed", "{}", envelope.to_line());
         upstream.calls.lock().expect("not poisoned").clear();
         envelope

@@ -57,6 +57,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
 
 fn attempt(body: &str) -> Attempt {
     Attempt {
+        run_id: "run_0000000000000001".to_owned(),
         body: body.to_owned(),
         namespaces: vec![GuestNamespace {
             name: "github".into(),

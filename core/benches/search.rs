@@ -69,9 +69,10 @@ fn bench(c: &mut Criterion) {
     group.bench_function("namespace ns44: pull request", |b| {
         b.iter(|| index.search(black_box("pull request"), Some(&ns), 8))
     });
+    let words = capabilities_core::fakes::words();
     group.bench_function("render: create issue", |b| {
         let args = SearchArgs { query: "create issue".into(), namespace: None, limit: 8 };
-        b.iter(|| render(&catalog, &index, black_box(&args), &|_| Effect::Ask))
+        b.iter(|| render(&catalog, &index, black_box(&args), &|_| Effect::Ask, &words))
     });
     group.finish();
 }

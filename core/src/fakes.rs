@@ -13,7 +13,7 @@ use crate::ports::{
     BoxFuture, Clock, Credentials, Entropy, RunStore, Secrets, SecretsError, StoreError, Upstream,
     UpstreamError, UpstreamRequest,
 };
-use crate::run::{JournalEntry, RunRecord};
+use crate::record::{JournalEntry, RunRecord};
 
 /// A clock that only moves when told to.
 #[derive(Debug, Default)]
@@ -67,7 +67,7 @@ impl MemoryStore {
 
     /// Replaces a stored run, as another process would.
     pub fn put_run(&self, run: RunRecord) {
-        self.runs.lock().expect("not poisoned").insert(run.id.clone(), run);
+        self.runs.lock().expect("not poisoned").insert(run.id.to_string(), run);
     }
 
     /// Drops the last `n` journal lines, as a crash before they were written would.
@@ -81,7 +81,7 @@ impl MemoryStore {
 impl RunStore for MemoryStore {
     fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.runs.lock().expect("not poisoned").insert(run.id.clone(), run.clone());
+            self.runs.lock().expect("not poisoned").insert(run.id.to_string(), run.clone());
             Ok(())
         })
     }
@@ -218,5 +218,17 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return out;
         }
+    }
+}
+
+/// Words for where a person acts on a hub, for tests and benchmarks that need some: each names
+/// its place plainly, so a test can see which one a text used.
+pub fn words() -> crate::wording::HostWords {
+    crate::wording::HostWords {
+        decide: "the approve command for {run}".to_owned(),
+        auth: "the auth command".to_owned(),
+        auth_connection: "the auth command for {namespace} --connection {connection}".to_owned(),
+        diagnose: "the doctor command".to_owned(),
+        add_source: "the add command".to_owned(),
     }
 }

@@ -26,25 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::address::{Namespace, ToolAddress};
 use crate::manifest::{Annotations, ContractDigest, Manifest, Tool};
-
-/// What policy says about one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effect {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl fmt::Display for Effect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Effect::Allow => "allow",
-            Effect::Ask => "ask",
-            Effect::Deny => "deny",
-        })
-    }
-}
+pub use crate::ports::{Effect, PolicyView, Verdict};
 
 /// What a rule attaches to. In JSON it is one key: `"source": "github"` or
 /// `"tool": "github.createIssue"`.
@@ -464,6 +446,19 @@ pub fn propose(manifest: &Manifest) -> Vec<Proposal> {
     manifest.tools.iter().map(|tool| Proposal::for_tool(manifest.address(tool), tool)).collect()
 }
 
+impl PolicyView for CompiledPolicy {
+    fn decide(&self, address: &ToolAddress, connection: Option<&str>, tool: &Tool) -> Verdict {
+        let key = address.to_string();
+        let reviewed = self.reviewed.get(&key);
+        let decision = self.policy.decide(&Call::to_tool(address, tool, connection, reviewed));
+        let mut reason = decision.reason.to_string();
+        if let (Reason::ContractChanged { .. }, Some(changes)) = (&decision.reason, self.changes.get(&key)) {
+            reason = format!("{reason}: {}", changes.join("; "));
+        }
+        Verdict { effect: decision.effect, reason }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,7 +524,38 @@ pub struct PolicyState {
 /// The most change lines kept for one tool; later ones are folded into a count.
 const MAX_CHANGE_LINES: usize = 8;
 
+/// Why an "always" choice could not become a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AllowAlwaysError {
+    /// The stored rules do not compile, so no rule can be added to them.
+    #[error("the stored policy is invalid: {0}")]
+    Invalid(PolicyError),
+    #[error("the run names tool `{0}` that is not an address")]
+    NotAnAddress(String),
+    #[error("{0}")]
+    Rule(PolicyError),
+}
+
 impl PolicyState {
+    /// A person chose "always" for `address` on `connection`: a rule that allows it, pinned to
+    /// the `contract` they saw, and that contract marked reviewed.
+    pub fn allow_always(
+        &mut self,
+        address: &str,
+        connection: Option<String>,
+        contract: ContractDigest,
+    ) -> Result<(), AllowAlwaysError> {
+        let parsed =
+            ToolAddress::parse(address).map_err(|_| AllowAlwaysError::NotAnAddress(address.to_owned()))?;
+        let mut policy = Policy::new(std::mem::take(&mut self.rules)).map_err(AllowAlwaysError::Invalid)?;
+        let set = policy.set(Rule::always_allow(parsed, connection, contract));
+        self.rules = policy.rules().to_vec();
+        set.map_err(AllowAlwaysError::Rule)?;
+        self.pin(address.to_owned(), contract);
+        Ok(())
+    }
+
     /// Pins `digest` as the contract a person accepted for `address`; what changed before no
     /// longer matters.
     pub fn pin(&mut self, address: String, digest: ContractDigest) {
@@ -584,18 +610,5 @@ impl CompiledPolicy {
     ) -> Effect {
         let reviewed = self.reviewed.get(&address.to_string());
         self.policy.effect_for_listing(address, tool, default_connection, reviewed)
-    }
-}
-
-impl crate::run::PolicyView for CompiledPolicy {
-    fn decide(&self, address: &ToolAddress, connection: Option<&str>, tool: &Tool) -> crate::run::Verdict {
-        let key = address.to_string();
-        let reviewed = self.reviewed.get(&key);
-        let decision = self.policy.decide(&Call::to_tool(address, tool, connection, reviewed));
-        let mut reason = decision.reason.to_string();
-        if let (Reason::ContractChanged { .. }, Some(changes)) = (&decision.reason, self.changes.get(&key)) {
-            reason = format!("{reason}: {}", changes.join("; "));
-        }
-        crate::run::Verdict { effect: decision.effect, reason }
     }
 }

@@ -1,50 +1,23 @@
 //! Ports: the traits through which the pure core reaches the world. Each host (the native
 //! binary, the Cloudflare Worker) supplies adapters; tests use the in-memory fakes.
 //!
-//! Who drives whom: the run engine drives every port. A port never calls back into the engine.
+//! Who drives whom: the run engine drives every port. A port never calls back into the engine,
+//! except the sandbox, which the engine hands a [`Bridge`] for the length of one attempt.
 //! Futures are `Send` natively and not on wasm32, where Workers futures are `!Send`; the
 //! [`MaybeSend`] alias switches on the target, never on a feature.
+//!
+//! Every port trait is defined here, with the types that cross it; a tidy test holds that line.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::address::Namespace;
-use crate::run::{JournalEntry, RunRecord};
-
-#[cfg(not(target_arch = "wasm32"))]
-mod send {
-    /// `Send` natively; nothing on wasm32.
-    pub trait MaybeSend: Send {}
-    impl<T: Send + ?Sized> MaybeSend for T {}
-    /// `Sync` natively; nothing on wasm32.
-    pub trait MaybeSync: Sync {}
-    impl<T: Sync + ?Sized> MaybeSync for T {}
-}
-
-#[cfg(target_arch = "wasm32")]
-mod send {
-    /// `Send` natively; nothing on wasm32.
-    pub trait MaybeSend {}
-    impl<T: ?Sized> MaybeSend for T {}
-    /// `Sync` natively; nothing on wasm32.
-    pub trait MaybeSync {}
-    impl<T: ?Sized> MaybeSync for T {}
-}
-
-pub use send::{MaybeSend, MaybeSync};
-
-/// A boxed future that is `Send` where the target has threads.
-#[cfg(not(target_arch = "wasm32"))]
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-/// A boxed future that is `Send` where the target has threads.
-#[cfg(target_arch = "wasm32")]
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
-
-/// A boxed future that never needs to be `Send` (the sandbox holds a JS runtime).
-pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+use crate::address::{Namespace, ToolAddress};
+use crate::limits::Limits;
+use crate::manifest::Tool;
+use crate::record::{JournalEntry, RunRecord, ToolFailure};
+pub use crate::send::{BoxFuture, LocalBoxFuture, MaybeSend, MaybeSync};
 
 /// Wall-clock time in milliseconds since the Unix epoch, for records and expiry. The run's
 /// guest clock is logical and does not come from here.
@@ -156,4 +129,173 @@ pub trait RunStore: MaybeSend + MaybeSync {
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>>;
+}
+
+/// What policy says about a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Effect::Allow => "allow",
+            Effect::Ask => "ask",
+            Effect::Deny => "deny",
+        })
+    }
+}
+
+/// What policy says about one call, with the reason a person reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub effect: Effect,
+    pub reason: String,
+}
+
+/// The hub's policy as the engine consults it: rules, pinned contracts and reviews together.
+pub trait PolicyView {
+    fn decide(&self, address: &ToolAddress, connection: Option<&str>, tool: &Tool) -> Verdict;
+}
+
+/// `hub.search` and `hub.describe` from inside code.
+pub trait Lookup {
+    fn search(&self, args: Value) -> Result<String, String>;
+    fn describe(&self, args: Value) -> Result<String, String>;
+}
+
+// The sandbox port: what the run engine hands a sandbox driver for one attempt, what the
+// guest's bridge calls look like, and how an attempt ends.
+
+/// One namespace as the guest sees it: a frozen global whose members are these identifiers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestNamespace {
+    pub name: String,
+    pub tools: Vec<String>,
+}
+
+/// Everything a driver needs for one attempt. The same attempt (same body, seed and clock
+/// origin) must make the guest read the same `Date`, `Math.random` and `crypto` values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// The run this attempt belongs to, so a host can stop it from outside.
+    pub run_id: String,
+    /// The body of an async function, as the code pipeline prepared it.
+    pub body: String,
+    pub namespaces: Vec<GuestNamespace>,
+    /// Seeds `Math.random`, `crypto.randomUUID` and `crypto.getRandomValues`.
+    pub seed: u64,
+    /// What `Date.now()` returns when the run starts, in ms since the epoch. The guest clock
+    /// then advances only by timers, deterministically.
+    pub clock_origin_ms: f64,
+    pub limits: Limits,
+    /// Bytes of console output kept; the rest is dropped and marked truncated.
+    pub log_budget_bytes: usize,
+}
+
+/// A call the guest made through the bridge. `seq` counts calls in the order the guest issued
+/// them within the attempt, from 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestCall {
+    pub seq: u32,
+    /// `namespace.tool`, exactly as the guest named it (already checked against the prelude's
+    /// namespaces, but the engine checks again).
+    pub address: String,
+    /// The guest's arguments, as JSON (`undefined` becomes `{}`).
+    pub args: Value,
+    /// Per-call options (`{ connection: "work" }`), as JSON.
+    pub options: Value,
+}
+
+/// The host's answer to one bridge call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuestReply {
+    /// The call's result: its promise resolves with this value.
+    Ok(Value),
+    /// The call failed: its promise rejects with a `ToolError`.
+    Err(ToolFailure),
+    /// The run must pause (a person must decide, or a connection is missing): the driver
+    /// delivers nothing more to the guest, lets calls already in flight settle, and ends the
+    /// attempt with [`AttemptEnd::Suspended`].
+    Suspend,
+}
+
+/// The host side of the guest's only way out. Implemented by the run engine, which runs on the
+/// same thread as the driver, so nothing here needs to be `Send`.
+pub trait Bridge {
+    /// A tool call. Calls may be in flight concurrently; the driver polls their futures.
+    fn call(&self, call: GuestCall) -> LocalBoxFuture<'_, GuestReply>;
+    /// `hub.search(query, { namespace, limit })` from inside code: the same text `search` gives.
+    fn search(&self, args: Value) -> Result<String, String>;
+    /// `hub.describe(target)` from inside code: the same text `describe` gives.
+    fn describe(&self, args: Value) -> Result<String, String>;
+}
+
+/// Which budget an attempt ran out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// Guest execution time (`computeMs`).
+    Compute,
+    /// The attempt's wall-clock ceiling (`wallMs`).
+    Wall,
+    /// The guest heap (`memoryBytes`).
+    Memory,
+    /// The native stack (deep recursion).
+    Stack,
+}
+
+/// An uncaught exception in the guest, made plain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestError {
+    /// `TypeError`, `ToolError`, … or `Thrown` for a non-Error value.
+    pub name: String,
+    pub message: String,
+    /// For a `ToolError`: its code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptEnd {
+    /// The code returned. `None` is `undefined`.
+    Completed(Option<Value>),
+    /// The returned value cannot be sent back as JSON (a function, a cycle, a BigInt, …).
+    Unserializable(String),
+    /// An exception escaped the code.
+    Threw(GuestError),
+    /// The engine asked to pause; in-flight calls have settled.
+    Suspended,
+    /// A budget ran out.
+    Limit(LimitKind),
+    /// The code awaits something that can never settle (no calls in flight, no timers).
+    Stalled,
+    /// The host cancelled the attempt.
+    Cancelled,
+    /// The driver itself failed; a bug, reported rather than panicked on.
+    Internal(String),
+}
+
+/// What one attempt produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptReport {
+    pub end: AttemptEnd,
+    /// Console lines, within the log budget.
+    pub logs: Vec<String>,
+    pub logs_truncated: bool,
+    /// Calls the guest issued in this attempt.
+    pub calls_issued: u32,
+}
+
+/// A sandbox driver. Its future holds a JS runtime, so it is never required to be `Send`; a
+/// native host runs it on a thread of its own.
+pub trait Sandbox {
+    fn run<'a>(&'a self, attempt: Attempt, bridge: &'a dyn Bridge) -> LocalBoxFuture<'a, AttemptReport>;
 }

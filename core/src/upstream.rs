@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::sandbox::ToolFailure;
+use crate::record::ToolFailure;
 
 /// Longest error text taken from an upstream's error result.
 const MAX_ERROR_TEXT: usize = 2_000;

@@ -8,93 +8,11 @@
 pub mod rounds;
 pub mod state;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::manifest::ContractDigest;
-use crate::run::RunRecord;
-
-/// A person's answer to one pending call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Choice {
-    /// This call runs.
-    Once,
-    /// This tool runs for the rest of the run.
-    Run,
-    /// A policy rule pinned to the tool's current contract.
-    Always,
-    /// The call fails with `approval_denied` inside the code.
-    Deny,
-}
-
-impl Choice {
-    pub fn parse(raw: &str) -> Option<Choice> {
-        match raw {
-            "once" => Some(Choice::Once),
-            "run" => Some(Choice::Run),
-            "always" => Some(Choice::Always),
-            "deny" => Some(Choice::Deny),
-            _ => None,
-        }
-    }
-}
-
-/// Where a decision came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    Cli,
-    Page,
-    Elicitation,
-    Dashboard,
-}
-
-/// What a run waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PendingKind {
-    /// A person must decide a call.
-    Approval,
-    /// A connection needs a credential first (`hub auth`).
-    Connection,
-}
-
-/// One call waiting for a person.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingCall {
-    pub id: String,
-    pub kind: PendingKind,
-    pub seq: u32,
-    pub address: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connection: Option<String>,
-    /// The first sentence of what the tool says it does.
-    pub summary: String,
-    /// Why it asks, in words a person reads.
-    pub reason: String,
-    /// The arguments, redacted and capped.
-    pub preview: String,
-    pub call_digest: String,
-    pub contract: ContractDigest,
-    pub created_ms: u64,
-    pub expires_ms: u64,
-}
-
-/// A recorded decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DecisionRecord {
-    pub pending_id: String,
-    pub choice: Choice,
-    pub channel: Channel,
-    pub seq: u32,
-    pub address: String,
-    pub call_digest: String,
-    pub contract: ContractDigest,
-    pub at_ms: u64,
-}
+pub use crate::pending::{Channel, Choice, DecisionRecord, PendingCall, PendingKind};
+use crate::record::{RunRecord, RunStatus};
 
 /// Why a decision was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,7 +24,7 @@ pub enum DecisionError {
     AlreadyDecided(String),
     #[error("pending call `{0}` expired before a decision")]
     Expired(String),
-    #[error("pending call `{0}` waits for a credential, not a decision: run `capabilities hub auth`")]
+    #[error("pending call `{0}` waits for a credential, not a decision")]
     NotAnApproval(String),
     #[error("run `{0}` is not waiting for a decision")]
     NotWaiting(String),
@@ -117,6 +35,8 @@ pub enum DecisionError {
 pub struct AlwaysRule {
     pub address: String,
     pub contract: ContractDigest,
+    /// The connection the call was made on; the rule covers that one.
+    pub connection: Option<String>,
 }
 
 /// Records a person's decision on one pending call of `run`. The only function that does.
@@ -129,11 +49,11 @@ pub fn record_decision(
     channel: Channel,
     now_ms: u64,
 ) -> Result<Option<AlwaysRule>, DecisionError> {
-    if run.status != crate::run::RunStatus::AwaitingInput {
-        return Err(DecisionError::NotWaiting(run.id.clone()));
+    if run.status != RunStatus::AwaitingInput {
+        return Err(DecisionError::NotWaiting(run.id.to_string()));
     }
     let pending = run.pending.iter().find(|p| p.id == pending_id).ok_or_else(|| {
-        DecisionError::UnknownPending { run: run.id.clone(), pending: pending_id.to_owned() }
+        DecisionError::UnknownPending { run: run.id.to_string(), pending: pending_id.to_owned() }
     })?;
     if pending.kind != PendingKind::Approval {
         return Err(DecisionError::NotAnApproval(pending_id.to_owned()));
@@ -154,8 +74,11 @@ pub fn record_decision(
         contract: pending.contract,
         at_ms: now_ms,
     };
-    let rule = (choice == Choice::Always)
-        .then(|| AlwaysRule { address: pending.address.clone(), contract: pending.contract });
+    let rule = (choice == Choice::Always).then(|| AlwaysRule {
+        address: pending.address.clone(),
+        contract: pending.contract,
+        connection: pending.connection.clone(),
+    });
     run.decisions.push(record);
     run.updated_ms = now_ms;
     Ok(rule)
@@ -163,10 +86,42 @@ pub fn record_decision(
 
 /// Whether every approval the run waits for has a decision.
 pub fn all_decided(run: &RunRecord) -> bool {
-    run.pending
-        .iter()
-        .filter(|p| p.kind == PendingKind::Approval)
-        .all(|p| run.decisions.iter().any(|d| d.pending_id == p.id))
+    run.undecided().next().is_none()
+}
+
+/// What recording a person's answers did to a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The calls decided, with the choice made for each, in the order given.
+    pub decided: Vec<(PendingCall, Choice)>,
+    /// Rules to add to the policy for "always" choices.
+    pub rules: Vec<AlwaysRule>,
+    /// Whether every approval the run waits for now has a decision, so it can resume.
+    pub all_decided: bool,
+}
+
+/// Records every one of a person's `decisions` (pending call id, choice) on `run` at `now_ms`,
+/// through [`record_decision`]. On an error the caller must not save `run`: either every
+/// decision is recorded or none is. Each hub's recorder holds the run's lock around this, then
+/// saves the run and adds the rules to its policy.
+pub fn record_all(
+    run: &mut RunRecord,
+    decisions: &[(String, Choice)],
+    channel: Channel,
+    now_ms: u64,
+) -> Result<Recorded, DecisionError> {
+    let mut decided = Vec::with_capacity(decisions.len());
+    let mut rules = Vec::new();
+    for (pending_id, choice) in decisions {
+        if let Some(rule) = record_decision(run, pending_id, *choice, channel, now_ms)? {
+            rules.push(rule);
+        }
+        // `record_decision` found the call, so it is there.
+        if let Some(pending) = run.pending.iter().find(|p| &p.id == pending_id) {
+            decided.push((pending.clone(), *choice));
+        }
+    }
+    Ok(Recorded { decided, rules, all_decided: all_decided(run) })
 }
 
 /// Keys whose values are never shown to a person or the model, whatever they hold.

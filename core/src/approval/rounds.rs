@@ -8,8 +8,8 @@
 use serde_json::{Map, Value, json};
 
 use super::state::{self, Answer, ApprovalKey, Claims, NONCE_BYTES, StateError};
-use super::{Choice, PendingCall, PendingKind};
-use crate::run::RunRecord;
+use super::{Choice, PendingCall};
+use crate::record::RunRecord;
 
 /// Joins the states of one round into the one `requestState` the client echoes. Signed states
 /// are made of letters, digits, `_` and `.`, never this.
@@ -21,15 +21,18 @@ pub const MAX_STATES: usize = 64;
 
 /// The approvals of `run` still waiting for a person at `now_ms`, in order.
 pub fn undecided(run: &RunRecord, now_ms: u64) -> Vec<PendingCall> {
-    run.pending
-        .iter()
-        .filter(|p| {
-            p.kind == PendingKind::Approval
-                && p.expires_ms > now_ms
-                && !run.decisions.iter().any(|d| d.pending_id == p.id)
-        })
-        .cloned()
-        .collect()
+    run.undecided().filter(|p| p.expires_ms > now_ms).cloned().collect()
+}
+
+/// Whether an answer's signed state names its call's place in `run`: a state for a pending id
+/// the run holds at another `seq` is refused. The recorder refuses the rest (a run that waits
+/// for nothing, a call it does not wait for), so a run or call not found passes here.
+pub fn check_claims(run: Option<&RunRecord>, claims: &Claims) -> Result<(), StateError> {
+    let pending = run.and_then(|run| run.pending.iter().find(|p| p.id == claims.pending_id));
+    match pending {
+        Some(p) if p.seq != claims.seq => Err(StateError::Mismatch),
+        _ => Ok(()),
+    }
 }
 
 /// One round of questions: a form per call, keyed by the call's pending id, and the signed

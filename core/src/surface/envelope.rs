@@ -4,20 +4,14 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::approval::PendingKind;
 use crate::limits::Limits;
-use crate::run::{RunError, RunRecord, RunStatus};
+use crate::pending::PendingKind;
+pub use crate::record::CallSummary;
+use crate::record::{RunError, RunRecord, RunReport, RunStatus};
+use crate::wording::HostWords;
 
 /// Calls listed in one envelope; the rest are counted in a notice.
 pub const MAX_LISTED_CALLS: usize = 100;
-
-/// One call the run made, for the envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CallSummary {
-    pub address: String,
-    pub ok: bool,
-    pub ms: u64,
-}
 
 /// Something the run waits for, as the model sees it. Never a URL or a token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,13 +32,60 @@ pub struct Truncated {
     pub logs: bool,
 }
 
+/// Where a run stands, as the envelope says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvelopeStatus {
+    Completed,
+    Failed,
+    AwaitingApproval,
+    AwaitingConnection,
+    Cancelled,
+    Running,
+}
+
+impl EnvelopeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvelopeStatus::Completed => "completed",
+            EnvelopeStatus::Failed => "failed",
+            EnvelopeStatus::AwaitingApproval => "awaiting_approval",
+            EnvelopeStatus::AwaitingConnection => "awaiting_connection",
+            EnvelopeStatus::Cancelled => "cancelled",
+            EnvelopeStatus::Running => "running",
+        }
+    }
+
+    /// Whether the run waits for a person (a decision or a credential).
+    pub fn is_waiting(self) -> bool {
+        matches!(self, EnvelopeStatus::AwaitingApproval | EnvelopeStatus::AwaitingConnection)
+    }
+}
+
+impl PartialEq<&str> for EnvelopeStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for EnvelopeStatus {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl std::fmt::Display for EnvelopeStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The result of `execute`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Envelope {
     pub run_id: String,
-    /// `completed`, `failed`, `awaiting_approval`, `awaiting_connection` or `cancelled`.
-    pub status: &'static str,
+    pub status: EnvelopeStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,9 +102,24 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    /// The envelope of `run`; a waiting call's message names `later` as where a person can
-    /// decide without a prompt.
-    pub fn from_run(run: &RunRecord, mut calls: Vec<CallSummary>, limits: &Limits, later: &str) -> Envelope {
+    /// The envelope of what the engine reported, in the host's words.
+    pub fn render(report: RunReport, limits: &Limits, words: &HostWords) -> Envelope {
+        match report {
+            RunReport::Run { record, calls } => Envelope::from_run(&record, calls, limits, words),
+            RunReport::UnknownRun(run_id) => Envelope::unknown_run(&run_id),
+            RunReport::StoreFailed { run_id, message } => Envelope::store_failure(&run_id, &message, words),
+        }
+    }
+
+    /// The envelope of `run`; a waiting call's message names where a person can decide without
+    /// a prompt.
+    pub fn from_run(
+        run: &RunRecord,
+        mut calls: Vec<CallSummary>,
+        limits: &Limits,
+        words: &HostWords,
+    ) -> Envelope {
+        let later = words.decide(&run.id);
         let mut notices = run.notices.clone();
         if calls.len() > MAX_LISTED_CALLS {
             let hidden = calls.len() - MAX_LISTED_CALLS;
@@ -71,15 +127,15 @@ impl Envelope {
             notices.push(format!("{hidden} earlier calls are not listed"));
         }
         let status = match run.status {
-            RunStatus::Completed => "completed",
-            RunStatus::Failed | RunStatus::Expired => "failed",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Running => "running",
+            RunStatus::Completed => EnvelopeStatus::Completed,
+            RunStatus::Failed | RunStatus::Expired => EnvelopeStatus::Failed,
+            RunStatus::Cancelled => EnvelopeStatus::Cancelled,
+            RunStatus::Running => EnvelopeStatus::Running,
             RunStatus::AwaitingInput => {
                 if run.pending.iter().any(|p| p.kind == PendingKind::Approval) {
-                    "awaiting_approval"
+                    EnvelopeStatus::AwaitingApproval
                 } else {
-                    "awaiting_connection"
+                    EnvelopeStatus::AwaitingConnection
                 }
             }
         };
@@ -108,7 +164,7 @@ impl Envelope {
             fit_budget(run.output.result.as_ref(), &run.output.logs, limits.inline_result_bytes);
         let truncated = Truncated { logs: truncated.logs || run.output.logs_truncated, ..truncated };
         Envelope {
-            run_id: run.id.clone(),
+            run_id: run.id.to_string(),
             status,
             result,
             error: run.output.error.clone(),
@@ -131,13 +187,13 @@ impl Envelope {
         )
     }
 
-    pub fn store_failure(run_id: &str, message: &str) -> Envelope {
+    pub fn store_failure(run_id: &str, message: &str, words: &HostWords) -> Envelope {
         Envelope::failure(
             run_id,
             RunError::new(
                 "store_failed",
                 format!("the hub could not read or write its store: {message}"),
-                Some("the user can run `capabilities hub doctor`"),
+                Some(&format!("the user can run {}", words.diagnose)),
             ),
         )
     }
@@ -145,7 +201,7 @@ impl Envelope {
     pub fn failure(run_id: &str, error: RunError) -> Envelope {
         Envelope {
             run_id: run_id.to_owned(),
-            status: "failed",
+            status: EnvelopeStatus::Failed,
             result: None,
             error: Some(error),
             logs: Vec::new(),

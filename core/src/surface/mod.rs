@@ -13,6 +13,8 @@ use crate::catalog::Catalog;
 use crate::index::Index;
 use crate::limits::Limits;
 use crate::policy::{CompiledPolicy, Effect};
+use crate::ports::Lookup;
+use crate::wording::HostWords;
 
 /// What `search` and `describe` read: the catalog, its index and the policy that hides or marks
 /// tools. Built once per catalog change; shared by the MCP tools and by `hub.*` inside code.
@@ -22,12 +24,14 @@ pub struct Surface {
     pub index: Index,
     pub policy: CompiledPolicy,
     pub limits: Limits,
+    /// How this hub names where a person acts.
+    pub words: HostWords,
 }
 
 impl Surface {
-    pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits) -> Surface {
+    pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits, words: HostWords) -> Surface {
         let index = Index::build(&catalog);
-        Surface { catalog, index, policy, limits }
+        Surface { catalog, index, policy, limits, words }
     }
 
     /// What policy would do with a call to `address` on its default connection.
@@ -41,7 +45,7 @@ impl Surface {
     pub fn search(&self, arguments: &Value) -> Result<String, String> {
         let args =
             search::SearchArgs::parse(arguments, &self.catalog, &self.limits).map_err(|e| e.to_string())?;
-        Ok(search::render(&self.catalog, &self.index, &args, &|a| self.effect(a)))
+        Ok(search::render(&self.catalog, &self.index, &args, &|a| self.effect(a), &self.words))
     }
 
     /// The `describe` tool: `{ "targets": [...] }`.
@@ -68,7 +72,7 @@ impl Surface {
     }
 }
 
-impl crate::run::Lookup for Surface {
+impl Lookup for Surface {
     fn search(&self, args: Value) -> Result<String, String> {
         Surface::search(self, &args)
     }

@@ -14,6 +14,7 @@ use crate::limits::Limits;
 use crate::manifest::{Tool, first_sentence};
 use crate::policy::Effect;
 use crate::typegen::signature_line;
+use crate::wording::HostWords;
 
 /// Longest query, in characters.
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -237,11 +238,13 @@ pub fn render(
     index: &Index,
     args: &SearchArgs,
     effect: &dyn Fn(&ToolAddress) -> Effect,
+    words: &HostWords,
 ) -> String {
     if catalog.sources.is_empty() {
-        return "The hub has no sources yet, so there are no tools to search. Ask the user to add one \
-                with `capabilities hub add`."
-            .to_owned();
+        return format!(
+            "The hub has no sources yet, so there are no tools to search. Ask the user to add one with {}.",
+            words.add_source
+        );
     }
     let outcome =
         index.search_where(&args.query, args.namespace.as_ref(), args.limit, |a| effect(a) != Effect::Deny);

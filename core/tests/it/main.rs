@@ -9,3 +9,4 @@ mod sandbox;
 mod scrub;
 mod search;
 mod typegen;
+mod words;

@@ -382,7 +382,7 @@ fn a_changed_contract_asks_and_says_what_changed() {
     use capabilities_core::address::Namespace;
     use capabilities_core::manifest::{Manifest, diff};
     use capabilities_core::policy::{CompiledPolicy, PolicyState};
-    use capabilities_core::run::PolicyView;
+    use capabilities_core::ports::PolicyView;
     use serde_json::json;
 
     let ns = Namespace::new("up").unwrap();

@@ -38,7 +38,8 @@ use capabilities_core::limits::Limits;
 use capabilities_core::manifest::{ContractDigest, Manifest};
 use capabilities_core::policy::{CompiledPolicy, PolicyState, Rule};
 use capabilities_core::ports::RunStore;
-use capabilities_core::run::{Engine, JournalEntry, RunRecord};
+use capabilities_core::record::{JournalEntry, RunRecord, RunReport};
+use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
@@ -194,7 +195,7 @@ impl Hub {
             .insert(("chat".into(), "personal".into()), vec![("TOKEN".into(), PERSONAL_SECRET.into())]);
         let started = Instant::now();
         Hub {
-            surface: Surface::new(catalog, policy, setup.limits),
+            surface: Surface::new(catalog, policy, setup.limits, crate::words::local()),
             sandbox: QuickJs::new(ComputeMeter::clock(move || started.elapsed().as_micros() as u64)),
             upstream,
             secrets,
@@ -217,20 +218,25 @@ impl Hub {
             clock: &self.clock,
             entropy: &self.entropy,
             limits: self.limits,
-            decide_later: &|run| format!("`capabilities hub approve {run}`"),
+            words: &self.surface.words,
         }
     }
 
     pub(crate) fn execute(&self, code: &str) -> Envelope {
-        woken_block_on(self.engine().execute(code))
+        self.envelope(woken_block_on(self.engine().execute(code)))
     }
 
     pub(crate) fn resume(&self, run_id: &str) -> Envelope {
-        woken_block_on(self.engine().resume(run_id))
+        self.envelope(woken_block_on(self.engine().resume(run_id)))
     }
 
     pub(crate) fn cancel(&self, run_id: &str) -> Envelope {
-        block_on(self.engine().cancel(run_id))
+        self.envelope(block_on(self.engine().cancel(run_id)))
+    }
+
+    /// The envelope of a report, as a host renders it.
+    fn envelope(&self, report: RunReport) -> Envelope {
+        Envelope::render(report, &self.limits, &self.surface.words)
     }
 
     pub(crate) fn run(&self, run_id: &str) -> RunRecord {
@@ -317,7 +323,7 @@ pub(crate) fn render(envelope: &Envelope) -> String {
     match (&envelope.result, &envelope.error) {
         (_, Some(error)) => format!("{} {}: {}", envelope.status, error.code, error.message),
         (Some(result), None) => format!("{} {result}", envelope.status),
-        (None, None) => envelope.status.to_owned(),
+        (None, None) => envelope.status.to_string(),
     }
 }
 

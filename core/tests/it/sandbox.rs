@@ -149,6 +149,7 @@ pub(crate) fn namespaces() -> Vec<GuestNamespace> {
 /// heap so memory tests are quick.
 pub(crate) fn attempt(body: &str) -> Attempt {
     Attempt {
+        run_id: "run_0000000000000007".to_owned(),
         body: body.to_owned(),
         namespaces: namespaces(),
         seed: 7,

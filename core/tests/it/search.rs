@@ -65,7 +65,7 @@ fn default_effect(address: &ToolAddress) -> Effect {
 
 fn search_text(arguments: &Value, effect: &dyn Fn(&ToolAddress) -> Effect) -> String {
     match SearchArgs::parse(arguments, catalog(), &Limits::DEFAULT) {
-        Ok(args) => render(catalog(), index(), &args, effect),
+        Ok(args) => render(catalog(), index(), &args, effect, &crate::words::local()),
         Err(e) => format!("error: {e}"),
     }
 }
@@ -421,7 +421,7 @@ fn an_empty_catalog_says_so() {
     let empty = Catalog::default();
     let args = SearchArgs { query: "anything".into(), namespace: None, limit: 8 };
     expect!["The hub has no sources yet, so there are no tools to search. Ask the user to add one with `capabilities hub add`."]
-        .assert_eq(&render(&empty, &Index::build(&empty), &args, &|_| Effect::Allow));
+        .assert_eq(&render(&empty, &Index::build(&empty), &args, &|_| Effect::Allow, &crate::words::local()));
     let err = SearchArgs::parse(&json!({ "namespace": "github" }), &empty, &Limits::DEFAULT).unwrap_err();
     expect!["no namespace `github`: the hub has no sources yet"].assert_eq(&err.to_string());
 }

@@ -309,7 +309,21 @@ impl Guest {
                     Err(end) => return end,
                 }
             }
-            let Some(first) = in_flight.next().await else { continue };
+            // Woken by the first answer, or by a cancel from outside while calls are in flight.
+            let first = std::future::poll_fn(|cx| {
+                if self.budget.cancelled() {
+                    return std::task::Poll::Ready(None);
+                }
+                self.budget.wake_on_cancel(cx.waker());
+                in_flight.poll_next_unpin(cx)
+            })
+            .await;
+            let Some(first) = first else {
+                if let Some(stop) = self.budget.check() {
+                    return stop_end(stop);
+                }
+                continue;
+            };
             let mut batch = vec![first];
             while let Some(Some(next)) = in_flight.next().now_or_never() {
                 batch.push(next);

@@ -7,7 +7,8 @@
 
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::sandbox::Cancel;
 
 use crate::sandbox::LimitKind;
 
@@ -62,7 +63,7 @@ pub(crate) enum Stop {
 /// One attempt's budgets. Shared (behind an `Rc`) by the interrupt handler and the driver.
 pub(crate) struct Budget {
     meter: ComputeMeter,
-    cancel: Arc<AtomicBool>,
+    cancel: Arc<Cancel>,
     compute_limit_us: u64,
     wall_limit_us: u64,
     wall_start: u64,
@@ -73,7 +74,7 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    pub(crate) fn new(meter: ComputeMeter, cancel: Arc<AtomicBool>, compute_ms: u64, wall_ms: u64) -> Budget {
+    pub(crate) fn new(meter: ComputeMeter, cancel: Arc<Cancel>, compute_ms: u64, wall_ms: u64) -> Budget {
         let wall_start = meter.clock.as_ref().map_or(0, |now| now());
         Budget {
             meter,
@@ -118,7 +119,7 @@ impl Budget {
         if let Some(stop) = self.stopped.get() {
             return Some(stop);
         }
-        let stop = if self.cancel.load(Ordering::Relaxed) {
+        let stop = if self.cancel.is_cancelled() {
             Some(Stop::Cancelled)
         } else if self.guest_us() > self.compute_limit_us {
             Some(Stop::Limit(LimitKind::Compute))
@@ -131,6 +132,16 @@ impl Budget {
             self.stopped.set(stop);
         }
         stop
+    }
+
+    /// Whether the host cancelled the attempt.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Wakes `waker` when the attempt is cancelled from outside.
+    pub(crate) fn wake_on_cancel(&self, waker: &std::task::Waker) {
+        self.cancel.wake_on_cancel(waker);
     }
 
     pub(crate) fn stopped(&self) -> Option<Stop> {

@@ -26,19 +26,18 @@ mod wasm;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 pub use meter::{ComputeMeter, MicrosClock};
 
 use crate::ports::LocalBoxFuture;
-use crate::sandbox::{Attempt, AttemptReport, Bridge, Sandbox};
+use crate::sandbox::{Attempt, AttemptReport, Bridge, Cancel, Sandbox};
 
 /// The QuickJS driver. Cheap to keep: all per-attempt state lives in the attempt's future,
 /// except a guest made ahead by [`QuickJs::prepare`] and, with [`QuickJs::free_spent_later`],
 /// guests whose attempts are over.
 pub struct QuickJs {
     meter: ComputeMeter,
-    cancel: Arc<AtomicBool>,
+    cancel: Arc<Cancel>,
     /// A runtime and context with the prelude evaluated, for the next attempt only.
     spare: RefCell<Option<attempt::Fresh>>,
     /// Where attempts leave their spent guest, when the host frees them itself.
@@ -58,19 +57,18 @@ impl std::fmt::Debug for QuickJs {
 
 impl QuickJs {
     pub fn new(meter: ComputeMeter) -> QuickJs {
-        QuickJs::with_cancel(meter, Arc::new(AtomicBool::new(false)))
+        QuickJs::with_cancel(meter, Arc::default())
     }
 
     /// A driver whose attempts stop, as [`crate::sandbox::AttemptEnd::Cancelled`], once `cancel`
-    /// is set. The flag is read while JavaScript runs and between bridge answers; a host that
-    /// must not wait for an answer in flight also drops the attempt's future. The host clears
-    /// the flag before reusing the driver.
-    pub fn with_cancel(meter: ComputeMeter, cancel: Arc<AtomicBool>) -> QuickJs {
+    /// is set: it is read while JavaScript runs, and it wakes an attempt that waits on calls in
+    /// flight, which are then abandoned. The host clears it before the driver's next attempt.
+    pub fn with_cancel(meter: ComputeMeter, cancel: Arc<Cancel>) -> QuickJs {
         QuickJs { meter, cancel, spare: RefCell::new(None), spent: None }
     }
 
     /// The flag that cancels this driver's attempts.
-    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+    pub fn cancel_flag(&self) -> Arc<Cancel> {
         Arc::clone(&self.cancel)
     }
 

@@ -2,7 +2,7 @@
 //! their recorded outcome — never a second upstream call, even after a crash.
 
 use capabilities_core::approval::Choice;
-use capabilities_core::run::{JournalEntry, RunOutput, RunStatus, call_digest};
+use capabilities_core::record::{JournalEntry, RunOutput, RunStatus, call_digest};
 use expect_test::expect;
 
 use super::{Hub, Setup, render};

@@ -85,7 +85,7 @@ fn code_picks_a_connection_by_name() {
         .journal(&envelope.run_id)
         .into_iter()
         .filter_map(|e| match e {
-            capabilities_core::run::JournalEntry::Call { connection, .. } => Some(connection),
+            capabilities_core::record::JournalEntry::Call { connection, .. } => Some(connection),
             _ => None,
         })
         .collect();

@@ -1,10 +1,10 @@
 //! The driver: how attempts end, how calls cross the bridge, budgets and meters.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
-use capabilities_core::sandbox::{AttemptEnd, GuestReply, LimitKind};
+use capabilities_core::sandbox::{AttemptEnd, Cancel, GuestReply, LimitKind};
 use expect_test::expect;
 use serde_json::json;
 
@@ -323,11 +323,11 @@ fn a_tick_meter_stops_loops_without_a_clock() {
 
 #[test]
 fn the_cancel_flag_stops_the_attempt() {
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::default());
     let quickjs = QuickJs::with_cancel(ComputeMeter::ticks(1), Arc::clone(&cancel));
     let flag = Arc::clone(&cancel);
     let bridge = FakeBridge::new(move |_| {
-        flag.store(true, Ordering::Relaxed);
+        flag.cancel();
         (1, GuestReply::Ok(json!(null)))
     });
     let report = run_on(&quickjs, attempt("await github.getIssue({}); while (true) {}"), &bridge);
@@ -335,7 +335,7 @@ fn the_cancel_flag_stops_the_attempt() {
     // Still set: the next attempt stops at once.
     let report = run_on(&quickjs, attempt("while (true) {}"), &FakeBridge::echo());
     assert_eq!(report.end, AttemptEnd::Cancelled);
-    cancel.store(false, Ordering::Relaxed);
+    cancel.clear();
     let report = run_on(&quickjs, attempt("return 'runs again'"), &FakeBridge::echo());
     assert_eq!(report.end, AttemptEnd::Completed(Some(json!("runs again"))));
 }
