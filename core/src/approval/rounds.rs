@@ -5,7 +5,7 @@
 //! states. An answer counts only with the state signed for its call, unexpired, once (the host
 //! spends the nonce).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::state::{self, Answer, ApprovalKey, Claims, NONCE_BYTES, StateError};
 use super::{Choice, PendingCall};
@@ -35,29 +35,25 @@ pub fn check_claims(run: Option<&RunRecord>, claims: &Claims) -> Result<(), Stat
     }
 }
 
-/// One round of questions: a form per call, keyed by the call's pending id, and the signed
-/// states of the round joined into the one `requestState`.
+/// One round of questions: for each undecided call, the state signed for it and when its prompt
+/// closes; the states joined into the one `requestState` the client echoes. The surface turns
+/// it into the `input_required` result on the wire.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Round {
-    /// Pending id and the `elicitation/create` params of its form.
-    pub forms: Vec<(String, Value)>,
+    pub run_id: String,
+    /// Where the person decides once a prompt has closed.
+    pub later: String,
+    pub asks: Vec<Ask>,
     pub request_state: String,
 }
 
-impl Round {
-    /// The `input_required` result on the wire.
-    pub fn to_value(&self) -> Value {
-        let requests: Map<String, Value> = self
-            .forms
-            .iter()
-            .map(|(id, params)| (id.clone(), json!({ "method": "elicitation/create", "params": params })))
-            .collect();
-        json!({
-            "resultType": "input_required",
-            "inputRequests": requests,
-            "requestState": self.request_state,
-        })
-    }
+/// One call a round asks about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    pub pending: PendingCall,
+    /// The state signed for this call.
+    pub state: String,
+    pub closes_ms: u64,
 }
 
 /// The round asking about `calls` of `run_id` at `now_ms`, each state with a fresh nonce from
@@ -70,15 +66,20 @@ pub fn ask(
     later: &str,
     nonce: &mut dyn FnMut() -> [u8; NONCE_BYTES],
 ) -> Round {
-    let mut forms = Vec::with_capacity(calls.len());
+    let mut asks = Vec::with_capacity(calls.len());
     let mut states = Vec::with_capacity(calls.len());
     for pending in calls.iter().take(MAX_STATES) {
-        let expires_ms = pending.expires_ms.min(now_ms + state::ASK_MS);
-        let signed = key.sign(run_id, pending, nonce(), expires_ms);
-        forms.push((pending.id.clone(), state::form(run_id, pending, &signed, expires_ms, later)));
+        let closes_ms = pending.expires_ms.min(now_ms + state::ASK_MS);
+        let signed = key.sign(run_id, pending, nonce(), closes_ms);
+        asks.push(Ask { pending: pending.clone(), state: signed.clone(), closes_ms });
         states.push(signed);
     }
-    Round { forms, request_state: states.join(&SEPARATOR.to_string()) }
+    Round {
+        run_id: run_id.to_owned(),
+        later: later.to_owned(),
+        asks,
+        request_state: states.join(&SEPARATOR.to_string()),
+    }
 }
 
 /// One answered call of a retried request.
@@ -143,6 +144,7 @@ pub fn read_json(
 mod tests {
     use super::super::state::tests::{NOW, pending as call};
     use super::*;
+    use serde_json::json;
 
     const RUN: &str = "run_0123456789abcdef";
 
@@ -167,7 +169,7 @@ mod tests {
         let key = ApprovalKey::from_bytes([7; 32]);
         let calls = [pending("p_000000000001", 0), pending("p_000000000002", 1)];
         let asked = ask(&key, RUN, &calls, NOW, "later", &mut counter());
-        let wire = asked.to_value();
+        let wire = crate::surface::approval::input_required(&asked);
         assert_eq!(wire["resultType"], "input_required");
         let ids: Vec<&String> = wire["inputRequests"].as_object().unwrap().keys().collect();
         assert_eq!(ids, ["p_000000000001", "p_000000000002"]);

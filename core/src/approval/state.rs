@@ -6,7 +6,7 @@
 //! everything before it. The host spends the nonce in its own storage before recording a
 //! decision, so a state counts once.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{Choice, PendingCall};
@@ -166,39 +166,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The four choices, as the prompt offers them.
-const CHOICES: [(&str, &str); 4] = [
-    ("once", "Allow once"),
-    ("run", "Allow for the rest of this run"),
-    ("always", "Always allow (a policy rule pinned to this tool's contract)"),
-    ("deny", "Deny"),
-];
-
-/// The params of the `elicitation/create` form for `pending` of run `run_id`, carrying `state`
-/// in `_meta`; the prompt closes at `closes_ms`. `later` says where else the person can decide
-/// once the prompt has closed.
-pub fn form(run_id: &str, pending: &PendingCall, state: &str, closes_ms: u64, later: &str) -> Value {
-    let one_of: Vec<Value> =
-        CHOICES.iter().map(|(value, title)| json!({ "const": value, "title": title })).collect();
-    json!({
-        "_meta": { STATE_META: state },
-        "mode": "form",
-        "message": message(run_id, pending, closes_ms, later),
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "choice": {
-                    "type": "string",
-                    "title": "Decision",
-                    "description": "What may this call do?",
-                    "oneOf": one_of,
-                }
-            },
-            "required": ["choice"],
-        },
-    })
-}
-
 /// What a person sees: the call's address, connection, what the tool does, why it asks, when
 /// the request expires (and the prompt closes, when sooner, then `later`) and the redacted
 /// arguments, the whole at most [`MESSAGE_BYTES`].
@@ -295,6 +262,7 @@ pub(crate) mod tests {
     use crate::approval::PendingKind;
     use crate::manifest::ContractDigest;
     use expect_test::expect;
+    use serde_json::json;
 
     const RUN: &str = "run_0123456789abcdef";
     pub(crate) const NOW: u64 = 1_800_000_000_000;
@@ -412,7 +380,7 @@ pub(crate) mod tests {
     #[test]
     fn the_form_offers_four_titled_choices() {
         let call = pending("p_1", 0, "{}");
-        let value = form(RUN, &call, "v1.state", NOW, LATER);
+        let value = crate::surface::approval::form(RUN, &call, "v1.state", NOW, LATER);
         expect![[r#"{"_meta":{"sh.capabilities/approvalState":"v1.state"},"mode":"form","choice":{"type":"string","title":"Decision","description":"What may this call do?","oneOf":[{"const":"once","title":"Allow once"},{"const":"run","title":"Allow for the rest of this run"},{"const":"always","title":"Always allow (a policy rule pinned to this tool's contract)"},{"const":"deny","title":"Deny"}]},"required":["choice"]}"#]]
         .assert_eq(
             &json!({
