@@ -16,37 +16,20 @@ use std::time::Instant;
 
 use capabilities_core::address::Namespace;
 use capabilities_core::catalog::{Catalog, SourceView};
-use capabilities_core::fakes;
+use capabilities_core::fakes::{self, NoOpBridge};
 use capabilities_core::fakes::{
     CountingEntropy, FakeUpstream, ManualClock, MemoryStore, TableSecrets, block_on,
 };
 use capabilities_core::limits::Limits;
 use capabilities_core::manifest::Manifest;
 use capabilities_core::policy::{CompiledPolicy, PolicyState};
-use capabilities_core::ports::LocalBoxFuture;
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
-use capabilities_core::sandbox::{
-    Attempt, AttemptEnd, Bridge, GuestCall, GuestNamespace, GuestReply, Sandbox,
-};
+use capabilities_core::sandbox::{Attempt, AttemptEnd, GuestNamespace, Sandbox};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
-
-struct NoOpBridge;
-
-impl Bridge for NoOpBridge {
-    fn call(&self, _call: GuestCall) -> LocalBoxFuture<'_, GuestReply> {
-        Box::pin(std::future::ready(GuestReply::Ok(json!({ "ok": true }))))
-    }
-    fn search(&self, _args: Value) -> Result<String, String> {
-        Ok(String::new())
-    }
-    fn describe(&self, _args: Value) -> Result<String, String> {
-        Ok(String::new())
-    }
-}
+use serde_json::json;
 
 fn surface() -> Surface {
     let tools = vec![

@@ -16,33 +16,16 @@ use std::pin::pin;
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Instant;
 
+use capabilities_core::fakes::NoOpBridge;
 use capabilities_core::limits::Limits;
-use capabilities_core::ports::LocalBoxFuture;
 use capabilities_core::prelude;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
-use capabilities_core::sandbox::{
-    Attempt, AttemptEnd, Bridge, GuestCall, GuestNamespace, GuestReply, Sandbox,
-};
+use capabilities_core::sandbox::{Attempt, AttemptEnd, GuestNamespace, Sandbox};
 use criterion::{Criterion, criterion_group, criterion_main};
 use rquickjs::context::intrinsic::{
     Date, Eval, Json, MapSet, Promise, Proxy, RegExp, RegExpCompiler, TypedArrays,
 };
 use rquickjs::{Context, Module, Runtime, WriteOptions};
-use serde_json::{Value, json};
-
-struct NoOpBridge;
-
-impl Bridge for NoOpBridge {
-    fn call(&self, _call: GuestCall) -> LocalBoxFuture<'_, GuestReply> {
-        Box::pin(std::future::ready(GuestReply::Ok(json!({ "ok": true }))))
-    }
-    fn search(&self, _args: Value) -> Result<String, String> {
-        Ok(String::new())
-    }
-    fn describe(&self, _args: Value) -> Result<String, String> {
-        Ok(String::new())
-    }
-}
 
 /// The bridge answers at once, so every poll makes progress.
 fn block_on<F: Future>(future: F) -> F::Output {

@@ -232,3 +232,25 @@ pub fn words() -> crate::wording::HostWords {
         add_source: "the add command".to_owned(),
     }
 }
+
+/// A bridge whose every call answers `{ "ok": true }` at once, and whose search and describe
+/// answer nothing: for measuring and testing a driver without an engine.
+#[derive(Debug, Default)]
+pub struct NoOpBridge;
+
+impl crate::ports::Bridge for NoOpBridge {
+    fn call(
+        &self,
+        _call: crate::ports::GuestCall,
+    ) -> crate::ports::LocalBoxFuture<'_, crate::ports::GuestReply> {
+        Box::pin(std::future::ready(crate::ports::GuestReply::Ok(serde_json::json!({ "ok": true }))))
+    }
+
+    fn search(&self, _args: serde_json::Value) -> Result<String, String> {
+        Ok(String::new())
+    }
+
+    fn describe(&self, _args: serde_json::Value) -> Result<String, String> {
+        Ok(String::new())
+    }
+}

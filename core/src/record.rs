@@ -352,6 +352,10 @@ pub struct CallSummary {
 /// What the engine reports of one `execute`, `resume` or `cancel`, for the surface to render
 /// as an envelope.
 #[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one report per execute, nearly always a run: boxing it saves nothing"
+)]
 pub enum RunReport {
     /// The run as it was stored after this step, with the calls its journal holds.
     Run { record: RunRecord, calls: Vec<CallSummary> },

@@ -13,7 +13,7 @@ use crate::address::ToolAddress;
 use crate::catalog::Catalog;
 use crate::index::Index;
 use crate::limits::Limits;
-use crate::policy::{CompiledPolicy, Effect};
+use crate::policy::{CompiledPolicy, Effect, PolicyError, PolicyState};
 use crate::ports::Lookup;
 use crate::wording::HostWords;
 
@@ -33,6 +33,22 @@ impl Surface {
     pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits, words: HostWords) -> Surface {
         let index = Index::build(&catalog);
         Surface { catalog, index, policy, limits, words }
+    }
+
+    /// The surface of a hub's configuration. A stored policy that does not compile gives way to
+    /// the empty one, under which every tool asks, and comes back as the second value so the
+    /// host can say so in its own words.
+    pub fn from_config(
+        catalog: Catalog,
+        policy: PolicyState,
+        limits: Limits,
+        words: HostWords,
+    ) -> (Surface, Option<PolicyError>) {
+        let (policy, problem) = match CompiledPolicy::new(policy) {
+            Ok(policy) => (policy, None),
+            Err(err) => (CompiledPolicy::default(), Some(err)),
+        };
+        (Surface::new(catalog, policy, limits, words), problem)
     }
 
     /// What policy would do with a call to `address` on its default connection.
