@@ -11,7 +11,7 @@ use oxc::ast::ast::{ExportDefaultDeclarationKind, Expression, Program, Statement
 use oxc::semantic::{Semantic, SymbolId};
 use oxc::span::{GetSpan, Span};
 
-use super::CodeErrorKind;
+use super::{CodeErrorKind, Refusal};
 use super::inspect::{
     is_declaration, is_passive, is_typescript, refuse_modules, returnable, returns_at_top_level,
 };
@@ -62,15 +62,6 @@ pub(super) struct Edit {
     pub start: u32,
     pub end: u32,
     pub insert: String,
-}
-
-/// Why a program is refused here.
-#[derive(Debug)]
-pub(super) struct Refusal {
-    pub kind: CodeErrorKind,
-    pub message: String,
-    pub offset: u32,
-    pub hint: String,
 }
 
 impl Plan {
