@@ -55,27 +55,6 @@ impl Limits {
         max_timeout_ms: 30_000,
         approval_preview_bytes: 4 * 1024,
     };
-
-    /// Applies a host's lower limits: every field becomes the smaller of the two.
-    pub fn lowered_by(self, host: Limits) -> Limits {
-        Limits {
-            code_bytes: self.code_bytes.min(host.code_bytes),
-            compute_ms: self.compute_ms.min(host.compute_ms),
-            wall_ms: self.wall_ms.min(host.wall_ms),
-            memory_bytes: self.memory_bytes.min(host.memory_bytes),
-            max_calls: self.max_calls.min(host.max_calls),
-            max_concurrent: self.max_concurrent.min(host.max_concurrent),
-            inline_result_bytes: self.inline_result_bytes.min(host.inline_result_bytes),
-            upstream_timeout_ms: self.upstream_timeout_ms.min(host.upstream_timeout_ms),
-            approval_ttl_ms: self.approval_ttl_ms.min(host.approval_ttl_ms),
-            search_default_limit: self.search_default_limit.min(host.search_default_limit),
-            search_max_limit: self.search_max_limit.min(host.search_max_limit),
-            describe_tokens: self.describe_tokens.min(host.describe_tokens),
-            surface_tokens: self.surface_tokens.min(host.surface_tokens),
-            max_timeout_ms: self.max_timeout_ms.min(host.max_timeout_ms),
-            approval_preview_bytes: self.approval_preview_bytes.min(host.approval_preview_bytes),
-        }
-    }
 }
 
 impl Default for Limits {

@@ -165,15 +165,7 @@ impl<'t> Scanner<'t> {
                 self.skip_regex();
                 self.operand();
             }
-            (b'(' | b'[' | b'{', _) => {
-                self.at += 1;
-                let open = match byte {
-                    b'(' => Open::Paren { control: self.control_next },
-                    b'[' => Open::Bracket,
-                    _ => Open::Brace { block: self.block_next },
-                };
-                self.push(open, start)?;
-            }
+            (b'(' | b'[' | b'{', _) => self.open(byte, start)?,
             (b')' | b']' | b'}', _) => {
                 self.at += 1;
                 self.close()?;
@@ -190,27 +182,44 @@ impl<'t> Scanner<'t> {
                 self.reset_pending = true;
                 self.after_operator(true);
             }
-            _ => {
-                let len = punctuator_len(&self.bytes[self.at..]);
-                let op = &self.bytes[self.at..self.at + len];
-                self.at += len;
-                self.count(1, start)?;
-                match op {
-                    b"++" | b"--" => self.operand(),
-                    b"<" => {
-                        self.frames_top().angles += 1;
-                        self.after_operator(false);
-                    }
-                    b">" | b">>" | b">>>" => {
-                        let top = self.frames_top();
-                        top.angles = top.angles.saturating_sub(op.len());
-                        self.after_operator(false);
-                    }
-                    _ => self.after_operator(op == b"=>"),
-                }
-                self.after_dot = op == b"." || op == b"?.";
-            }
+            _ => self.punctuator(start)?,
         }
+        Ok(())
+    }
+
+    /// `(`, `[` or `{`: a paren after `if`, `for`, `while` or `with` is a control one, and a brace
+    /// where a block may start is a block.
+    fn open(&mut self, byte: u8, start: usize) -> Result<(), TooDeep> {
+        self.at += 1;
+        let open = match byte {
+            b'(' => Open::Paren { control: self.control_next },
+            b'[' => Open::Bracket,
+            _ => Open::Brace { block: self.block_next },
+        };
+        self.push(open, start)
+    }
+
+    /// An operator or other punctuator: one level for the expression it belongs to. `<` and
+    /// `>` also track type arguments, which a comma must not end.
+    fn punctuator(&mut self, start: usize) -> Result<(), TooDeep> {
+        let len = punctuator_len(&self.bytes[self.at..]);
+        let op = &self.bytes[self.at..self.at + len];
+        self.at += len;
+        self.count(1, start)?;
+        match op {
+            b"++" | b"--" => self.operand(),
+            b"<" => {
+                self.frames_top().angles += 1;
+                self.after_operator(false);
+            }
+            b">" | b">>" | b">>>" => {
+                let top = self.frames_top();
+                top.angles = top.angles.saturating_sub(op.len());
+                self.after_operator(false);
+            }
+            _ => self.after_operator(op == b"=>"),
+        }
+        self.after_dot = op == b"." || op == b"?.";
         Ok(())
     }
 

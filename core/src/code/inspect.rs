@@ -9,8 +9,7 @@ use oxc::ast::{AstKind, AstType};
 use oxc::semantic::Semantic;
 use oxc::span::Span;
 
-use super::CodeErrorKind;
-use super::rewrite::Refusal;
+use super::{CodeErrorKind, Refusal};
 
 const IMPORT_HINT: &str = "remove the import: each source is already a global object (for \
                            example `await github.searchIssues({ q })`), and `hub.search` finds \

@@ -144,6 +144,16 @@ impl CodeErrorKind {
     }
 }
 
+/// Why a program is refused, at a byte offset of the text parsed: a [`CodeError`] not yet given
+/// its line and column in the model's text.
+#[derive(Debug)]
+struct Refusal {
+    kind: CodeErrorKind,
+    message: String,
+    offset: u32,
+    hint: String,
+}
+
 struct At(Option<u32>, Option<u32>);
 
 impl fmt::Display for At {

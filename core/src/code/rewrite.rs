@@ -7,14 +7,17 @@
 //! lone function, appended as a last line.
 
 use oxc::ast::AstKind;
-use oxc::ast::ast::{ExportDefaultDeclarationKind, Expression, Program, Statement};
+use oxc::ast::ast::{
+    ExportDeclaration, ExportDefaultDeclaration, ExportDefaultDeclarationKind, Expression, Program,
+    Statement, TSExportAssignment,
+};
 use oxc::semantic::{Semantic, SymbolId};
 use oxc::span::{GetSpan, Span};
 
-use super::CodeErrorKind;
 use super::inspect::{
     is_declaration, is_passive, is_typescript, refuse_modules, returnable, returns_at_top_level,
 };
+use super::{CodeErrorKind, Refusal};
 
 /// The edits and notices for one program.
 #[derive(Debug, Default)]
@@ -64,15 +67,6 @@ pub(super) struct Edit {
     pub insert: String,
 }
 
-/// Why a program is refused here.
-#[derive(Debug)]
-pub(super) struct Refusal {
-    pub kind: CodeErrorKind,
-    pub message: String,
-    pub offset: u32,
-    pub hint: String,
-}
-
 impl Plan {
     /// The text with every edit applied.
     pub fn apply(&self, text: &str) -> String {
@@ -108,6 +102,12 @@ impl Plan {
         self.tree = None;
     }
 
+    /// The statement at `index` goes, keeping its line breaks.
+    fn remove(&mut self, text: &str, span: Span, index: usize) {
+        self.blank(text, span.start, span.end, "");
+        self.tree(TreeEdit::Remove { index });
+    }
+
     fn edit(&mut self, start: u32, end: u32, insert: impl Into<String>) {
         self.edits.push(Edit { start, end, insert: insert.into() });
     }
@@ -139,192 +139,209 @@ pub(super) fn plan(
         plan.notices.push("removed the `#!` line".into());
     }
     let has_return = returns_at_top_level(semantic);
-    let body = &program.body;
-    let last = body.iter().rposition(|statement| !is_passive(statement));
+    let last = program.body.iter().rposition(|statement| !is_passive(statement));
     let mut exports = 0;
     let mut entry: Option<Entry> = None;
     let mut seen_default = false;
 
-    for (index, statement) in body.iter().enumerate() {
+    for (index, statement) in program.body.iter().enumerate() {
         let is_last = last == Some(index) && !has_return;
         match statement {
-            Statement::ImportDeclaration(import) => {
-                // Only type imports are left by `refuse_modules`.
-                plan.blank(text, import.span.start, import.span.end, "");
-                plan.tree(TreeEdit::Remove { index });
+            // Only type imports and type re-exports are left by `refuse_modules`.
+            Statement::ImportDeclaration(_)
+            | Statement::ExportAllDeclaration(_)
+            | Statement::ExportFromDeclaration(_) => {
+                plan.remove(text, statement.span(), index);
                 plan.typescript = true;
             }
-            Statement::ExportAllDeclaration(export) => {
-                plan.blank(text, export.span.start, export.span.end, "");
-                plan.tree(TreeEdit::Remove { index });
-                plan.typescript = true;
-            }
-            Statement::ExportFromDeclaration(export) => {
-                plan.blank(text, export.span.start, export.span.end, "");
-                plan.tree(TreeEdit::Remove { index });
-                plan.typescript = true;
-            }
-            Statement::ExportNamedDeclaration(export) => {
-                plan.blank(text, export.span.start, export.span.end, "");
-                plan.tree(TreeEdit::Remove { index });
-                exports += 1;
-            }
-            Statement::TSNamespaceExportDeclaration(export) => {
-                plan.blank(text, export.span.start, export.span.end, "");
-                plan.tree(TreeEdit::Remove { index });
+            Statement::ExportNamedDeclaration(_) | Statement::TSNamespaceExportDeclaration(_) => {
+                plan.remove(text, statement.span(), index);
                 exports += 1;
             }
             Statement::ExportDeclaration(export) => {
-                let inner = export.declaration.span().start;
-                if let Some(keyword) = find_word(text, export.span.start, inner, "export") {
-                    let after = slice(text, keyword + 6, inner);
-                    let spaces = after.len() - after.trim_start_matches([' ', '\t']).len();
-                    let end = keyword + 6 + u32::try_from(spaces).unwrap_or(0);
-                    plan.blank(text, keyword, end, "");
-                    plan.tree(TreeEdit::Unwrap { index });
-                    exports += 1;
-                } else {
-                    plan.text_only();
-                }
+                exports += usize::from(unwrap_export(&mut plan, text, export, index));
             }
             Statement::ExportDefaultDeclaration(export) => {
                 if std::mem::replace(&mut seen_default, true) {
-                    return Err(Refusal {
-                        kind: CodeErrorKind::Syntax,
-                        message: "syntax error: more than one `export default`".into(),
-                        offset: export.span.start,
-                        hint: "keep one `export default`, or end the code with `return <value>`".into(),
-                    });
+                    return Err(second_default(export.span.start));
                 }
-                let prefix = (export.span.start, export.declaration.span().start);
-                let unwrapped = match &export.declaration {
-                    ExportDefaultDeclarationKind::FunctionDeclaration(function) => {
-                        match &function.id {
-                            Some(id) => {
-                                plan.blank(text, prefix.0, prefix.1, "");
-                                plan.tree(TreeEdit::Unwrap { index });
-                                entry = entry.or(Some(Entry::Named {
-                                    name: id.name.to_string(),
-                                    symbol: id.symbol_id.get(),
-                                    span: function.span,
-                                    exported: true,
-                                }));
-                            }
-                            None => {
-                                plan.text_only();
-                                entry = entry.or(Some(Entry::Anonymous {
-                                    prefix,
-                                    function: function.span,
-                                    is_last,
-                                    exported: true,
-                                }));
-                            }
-                        }
-                        true
-                    }
-                    ExportDefaultDeclarationKind::ClassDeclaration(class) if class.id.is_some() => {
-                        plan.blank(text, prefix.0, prefix.1, "");
-                        plan.tree(TreeEdit::Unwrap { index });
-                        true
-                    }
-                    ExportDefaultDeclarationKind::TSInterfaceDeclaration(_) => {
-                        plan.blank(text, prefix.0, prefix.1, "");
-                        plan.tree(TreeEdit::Unwrap { index });
-                        true
-                    }
-                    ExportDefaultDeclarationKind::ClassDeclaration(class) => {
-                        plan.text_only();
-                        default_value(&mut plan, text, prefix, class.span, is_last, "export default");
-                        false
-                    }
-                    declaration => {
-                        let Some(expression) = declaration.as_expression() else { continue };
-                        if expression.without_parentheses().is_function() {
-                            plan.text_only();
-                            entry = entry.or(Some(Entry::Anonymous {
-                                prefix,
-                                function: expression.span(),
-                                is_last,
-                                exported: true,
-                            }));
-                            true
-                        } else if let Some(name) =
-                            is_last.then(|| function_named_by(semantic, expression)).flatten()
-                        {
-                            // `export default main`, naming a function declared above or below.
-                            let span = expression.span();
-                            plan.text_only();
-                            plan.blank(text, prefix.0, prefix.1, "");
-                            plan.edit(span.start, span.start, "return await ");
-                            plan.edit(span.end, span.end, "()");
-                            plan.notices.push("unwrapped `export default`".into());
-                            plan.notices.push(format!(
-                                "called the exported function `{name}` and returned its result"
-                            ));
-                            false
-                        } else {
-                            if is_last {
-                                plan.tree(TreeEdit::Return { index });
-                            } else {
-                                plan.text_only();
-                            }
-                            default_value(
-                                &mut plan,
-                                text,
-                                prefix,
-                                expression.span(),
-                                is_last,
-                                "export default",
-                            );
-                            false
-                        }
-                    }
-                };
-                if unwrapped {
-                    plan.notices.push("unwrapped `export default`".into());
-                }
+                entry = entry.or(export_default(&mut plan, text, semantic, export, index, is_last));
             }
-            Statement::TSExportAssignment(export) => {
-                let prefix = (export.span.start, export.expression.span().start);
-                let value = export.expression.span();
-                plan.text_only();
-                default_value(&mut plan, text, prefix, value, is_last, "export =");
-            }
+            Statement::TSExportAssignment(export) => export_assignment(&mut plan, text, export, is_last),
             _ => {}
         }
     }
     if exports > 0 {
         plan.notices.push("dropped `export`: the code is a function body, not a module".into());
     }
-
     if entry.is_none() && !has_return {
-        let final_statement = last.and_then(|index| Some((index, body.get(index)?)));
-        if let Some((index, Statement::ExpressionStatement(statement))) = final_statement {
-            let expression = &statement.expression;
-            if expression.without_parentheses().is_function() {
-                plan.text_only();
-                entry = Some(Entry::Anonymous {
-                    prefix: (expression.span().start, expression.span().start),
-                    function: expression.span(),
-                    is_last: true,
-                    exported: false,
-                });
-            } else if returnable(expression) {
-                let start = expression.span().start;
-                plan.edit(start, start, "return ");
-                plan.tree(TreeEdit::Return { index });
-                let line = line_base.saturating_add(line_of(text, start));
-                plan.notices.push(format!("returned the value of the final expression (line {line})"));
-            }
-        } else if body.iter().all(is_declaration) {
-            entry = lone_function(program, semantic);
-        }
+        entry = implicit_entry(&mut plan, text, line_base, program, semantic, last);
     }
     if let Some(entry) = entry {
         call_entry(&mut plan, text, semantic, entry, has_return);
     }
     plan.edits.sort_by_key(|edit| (edit.start, edit.end));
     Ok(plan)
+}
+
+/// The notice for each form of `export default` that is unwrapped.
+const UNWRAPPED_DEFAULT: &str = "unwrapped `export default`";
+
+/// `export <declaration>` becomes the declaration. False when the text does not show the
+/// `export` keyword: then nothing is edited, and the plan has no tree form.
+fn unwrap_export(plan: &mut Plan, text: &str, export: &ExportDeclaration<'_>, index: usize) -> bool {
+    let inner = export.declaration.span().start;
+    let Some(keyword) = find_word(text, export.span.start, inner, "export") else {
+        plan.text_only();
+        return false;
+    };
+    let after = slice(text, keyword + 6, inner);
+    let spaces = after.len() - after.trim_start_matches([' ', '\t']).len();
+    let end = keyword + 6 + u32::try_from(spaces).unwrap_or(0);
+    plan.blank(text, keyword, end, "");
+    plan.tree(TreeEdit::Unwrap { index });
+    true
+}
+
+/// The refusal of a second `export default`, at `offset`.
+fn second_default(offset: u32) -> Refusal {
+    Refusal {
+        kind: CodeErrorKind::Syntax,
+        message: "syntax error: more than one `export default`".into(),
+        offset,
+        hint: "keep one `export default`, or end the code with `return <value>`".into(),
+    }
+}
+
+/// `export default …`: a named declaration is unwrapped, a function becomes the entry to call,
+/// and a value is returned when it is last. Returns the entry, if the export names one.
+fn export_default(
+    plan: &mut Plan,
+    text: &str,
+    semantic: &Semantic<'_>,
+    export: &ExportDefaultDeclaration<'_>,
+    index: usize,
+    is_last: bool,
+) -> Option<Entry> {
+    let prefix = (export.span.start, export.declaration.span().start);
+    match &export.declaration {
+        ExportDefaultDeclarationKind::FunctionDeclaration(function) => match &function.id {
+            Some(id) => {
+                unwrap_default(plan, text, prefix, index);
+                Some(Entry::Named {
+                    name: id.name.to_string(),
+                    symbol: id.symbol_id.get(),
+                    span: function.span,
+                    exported: true,
+                })
+            }
+            None => {
+                plan.text_only();
+                plan.notices.push(UNWRAPPED_DEFAULT.into());
+                Some(Entry::Anonymous { prefix, function: function.span, is_last, exported: true })
+            }
+        },
+        ExportDefaultDeclarationKind::ClassDeclaration(class) if class.id.is_some() => {
+            unwrap_default(plan, text, prefix, index);
+            None
+        }
+        ExportDefaultDeclarationKind::TSInterfaceDeclaration(_) => {
+            unwrap_default(plan, text, prefix, index);
+            None
+        }
+        ExportDefaultDeclarationKind::ClassDeclaration(class) => {
+            plan.text_only();
+            default_value(plan, text, prefix, class.span, is_last, "export default");
+            None
+        }
+        declaration => {
+            default_expression(plan, text, semantic, prefix, declaration.as_expression()?, index, is_last)
+        }
+    }
+}
+
+/// `export default <named declaration>` becomes the declaration.
+fn unwrap_default(plan: &mut Plan, text: &str, prefix: (u32, u32), index: usize) {
+    plan.blank(text, prefix.0, prefix.1, "");
+    plan.tree(TreeEdit::Unwrap { index });
+    plan.notices.push(UNWRAPPED_DEFAULT.into());
+}
+
+/// `export default <expression>`: a function expression is the entry; when last, the name of a
+/// function is called and any other value returned; else the value is kept as an expression.
+fn default_expression(
+    plan: &mut Plan,
+    text: &str,
+    semantic: &Semantic<'_>,
+    prefix: (u32, u32),
+    expression: &Expression<'_>,
+    index: usize,
+    is_last: bool,
+) -> Option<Entry> {
+    let span = expression.span();
+    if expression.without_parentheses().is_function() {
+        plan.text_only();
+        plan.notices.push(UNWRAPPED_DEFAULT.into());
+        return Some(Entry::Anonymous { prefix, function: span, is_last, exported: true });
+    }
+    if let Some(name) = is_last.then(|| function_named_by(semantic, expression)).flatten() {
+        // `export default main`, naming a function declared above or below.
+        plan.text_only();
+        plan.blank(text, prefix.0, prefix.1, "");
+        plan.edit(span.start, span.start, "return await ");
+        plan.edit(span.end, span.end, "()");
+        plan.notices.push(UNWRAPPED_DEFAULT.into());
+        plan.notices.push(format!("called the exported function `{name}` and returned its result"));
+        return None;
+    }
+    if is_last {
+        plan.tree(TreeEdit::Return { index });
+    } else {
+        plan.text_only();
+    }
+    default_value(plan, text, prefix, span, is_last, "export default");
+    None
+}
+
+/// `export = <value>`, TypeScript's older form of `export default <value>`.
+fn export_assignment(plan: &mut Plan, text: &str, export: &TSExportAssignment<'_>, is_last: bool) {
+    let prefix = (export.span.start, export.expression.span().start);
+    plan.text_only();
+    default_value(plan, text, prefix, export.expression.span(), is_last, "export =");
+}
+
+/// Without an exported entry or a top-level `return`: a final function expression is the entry
+/// to call, a final expression is returned, or code of declarations alone calls its lone function.
+fn implicit_entry(
+    plan: &mut Plan,
+    text: &str,
+    line_base: u32,
+    program: &Program<'_>,
+    semantic: &Semantic<'_>,
+    last: Option<usize>,
+) -> Option<Entry> {
+    let final_statement = last.and_then(|index| Some((index, program.body.get(index)?)));
+    let Some((index, Statement::ExpressionStatement(statement))) = final_statement else {
+        return if program.body.iter().all(is_declaration) { lone_function(program, semantic) } else { None };
+    };
+    let expression = &statement.expression;
+    if expression.without_parentheses().is_function() {
+        plan.text_only();
+        return Some(Entry::Anonymous {
+            prefix: (expression.span().start, expression.span().start),
+            function: expression.span(),
+            is_last: true,
+            exported: false,
+        });
+    }
+    if returnable(expression) {
+        let start = expression.span().start;
+        plan.edit(start, start, "return ");
+        plan.tree(TreeEdit::Return { index });
+        let line = line_base.saturating_add(line_of(text, start));
+        plan.notices.push(format!("returned the value of the final expression (line {line})"));
+    }
+    None
 }
 
 /// A function the code defines as its entry point, to be called.

@@ -9,8 +9,8 @@ use oxc::ast::builder::AstBuilder;
 use oxc::codegen::{Codegen, CodegenOptions, CommentOptions};
 use oxc::diagnostics::OxcDiagnostic;
 use oxc::parser::Parser;
-use oxc::semantic::{NodeId, Reference, ReferenceFlags, Scoping, SemanticBuilder};
-use oxc::span::GetSpan;
+use oxc::semantic::{NodeId, Reference, ReferenceFlags, Scoping, SemanticBuilder, SymbolId};
+use oxc::span::{GetSpan, Span};
 use oxc::transformer::{TransformOptions, Transformer};
 
 use super::rewrite::TreeEdit;
@@ -37,63 +37,12 @@ pub(super) fn apply_tree<'a>(
     for edit in edits {
         match edit {
             TreeEdit::DropHashbang => program.hashbang = None,
-            TreeEdit::Return { index } => {
-                let statement = program.body.get_mut(*index)?;
-                let span = statement.span();
-                let value = match statement {
-                    Statement::ExpressionStatement(statement) => statement.expression.take_in(&builder),
-                    Statement::ExportDefaultDeclaration(export) => {
-                        export.declaration.as_expression_mut()?.take_in(&builder)
-                    }
-                    _ => return None,
-                };
-                *statement = Statement::new_return_statement(span, Some(value), &builder);
-            }
-            TreeEdit::Unwrap { index } => {
-                let statement = program.body.get_mut(*index)?;
-                *statement = match statement {
-                    Statement::ExportDeclaration(export) => {
-                        Statement::from(export.declaration.take_in(&builder))
-                    }
-                    Statement::ExportDefaultDeclaration(export) => {
-                        match export.declaration.take_in(&builder) {
-                            ExportDefaultDeclarationKind::FunctionDeclaration(function) => {
-                                Statement::FunctionDeclaration(function)
-                            }
-                            ExportDefaultDeclarationKind::ClassDeclaration(class) => {
-                                Statement::ClassDeclaration(class)
-                            }
-                            ExportDefaultDeclarationKind::TSInterfaceDeclaration(interface) => {
-                                Statement::TSInterfaceDeclaration(interface)
-                            }
-                            _ => return None,
-                        }
-                    }
-                    _ => return None,
-                };
-            }
+            TreeEdit::Return { index } => to_return(program.body.get_mut(*index)?, &builder)?,
+            TreeEdit::Unwrap { index } => unwrap(program.body.get_mut(*index)?, &builder)?,
             TreeEdit::Remove { index } => removed.push(*index),
             TreeEdit::Call { name, symbol, span } => {
-                let root = scoping.root_scope_id();
-                let reference = scoping.create_reference(Reference::new_with_symbol_id(
-                    NodeId::DUMMY,
-                    *symbol,
-                    root,
-                    ReferenceFlags::Read,
-                ));
-                scoping.add_resolved_reference(*symbol, reference);
-                let name = allocator.alloc_str(name);
-                let callee = Expression::new_identifier_with_reference_id(*span, name, reference, &builder);
-                let call = Expression::new_call_expression(
-                    *span,
-                    callee,
-                    None,
-                    ArenaVec::new_in(&builder),
-                    false,
-                    &builder,
-                );
-                let awaited = Expression::new_await_expression(*span, call, &builder);
-                program.body.push(Statement::new_return_statement(*span, Some(awaited), &builder));
+                let call = return_call(allocator, scoping, name, *symbol, *span, &builder);
+                program.body.push(call);
             }
         }
     }
@@ -105,6 +54,63 @@ pub(super) fn apply_tree<'a>(
         );
     }
     Some(())
+}
+
+/// An expression statement, or `export default <value>`, becomes `return <value>`.
+fn to_return<'a>(statement: &mut Statement<'a>, builder: &AstBuilder<'a>) -> Option<()> {
+    let span = statement.span();
+    let value = match statement {
+        Statement::ExpressionStatement(statement) => statement.expression.take_in(builder),
+        Statement::ExportDefaultDeclaration(export) => {
+            export.declaration.as_expression_mut()?.take_in(builder)
+        }
+        _ => return None,
+    };
+    *statement = Statement::new_return_statement(span, Some(value), builder);
+    Some(())
+}
+
+/// `export <declaration>` or `export default <named declaration>` becomes the declaration.
+fn unwrap<'a>(statement: &mut Statement<'a>, builder: &AstBuilder<'a>) -> Option<()> {
+    *statement = match statement {
+        Statement::ExportDeclaration(export) => Statement::from(export.declaration.take_in(builder)),
+        Statement::ExportDefaultDeclaration(export) => match export.declaration.take_in(builder) {
+            ExportDefaultDeclarationKind::FunctionDeclaration(function) => {
+                Statement::FunctionDeclaration(function)
+            }
+            ExportDefaultDeclarationKind::ClassDeclaration(class) => Statement::ClassDeclaration(class),
+            ExportDefaultDeclarationKind::TSInterfaceDeclaration(interface) => {
+                Statement::TSInterfaceDeclaration(interface)
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(())
+}
+
+/// `return await <name>();`, its reference to the function's `symbol` resolved in `scoping`.
+fn return_call<'a>(
+    allocator: &'a Allocator,
+    scoping: &mut Scoping,
+    name: &str,
+    symbol: SymbolId,
+    span: Span,
+    builder: &AstBuilder<'a>,
+) -> Statement<'a> {
+    let root = scoping.root_scope_id();
+    let reference = scoping.create_reference(Reference::new_with_symbol_id(
+        NodeId::DUMMY,
+        symbol,
+        root,
+        ReferenceFlags::Read,
+    ));
+    scoping.add_resolved_reference(symbol, reference);
+    let name = allocator.alloc_str(name);
+    let callee = Expression::new_identifier_with_reference_id(span, name, reference, builder);
+    let call = Expression::new_call_expression(span, callee, None, ArenaVec::new_in(builder), false, builder);
+    let awaited = Expression::new_await_expression(span, call, builder);
+    Statement::new_return_statement(span, Some(awaited), builder)
 }
 
 /// Parses `text` as TypeScript again (after edits) and strips it.

@@ -164,75 +164,9 @@ impl Builder {
 
     fn finish(self, namespaces: Vec<(Namespace, Range<u32>)>) -> Index {
         let n = self.addresses.len();
-        let mut avg = [0f32; FIELD_COUNT];
-        for len in &self.lengths {
-            for (a, &l) in avg.iter_mut().zip(len) {
-                *a += f32::from(l);
-            }
-        }
-        for a in &mut avg {
-            *a = if n == 0 || *a == 0.0 { 1.0 } else { *a / n as f32 };
-        }
-        // 1 / (1 - b + b * len / avg) per document and field.
-        let norms: Vec<[f32; FIELD_COUNT]> = self
-            .lengths
-            .iter()
-            .map(|len| {
-                let mut out = [0f32; FIELD_COUNT];
-                for f in 0..FIELD_COUNT {
-                    let (weight, b) = FIELDS[f];
-                    out[f] = weight / (1.0 - b + b * f32::from(len[f]) / avg[f]);
-                }
-                out
-            })
-            .collect();
-
-        // Lay postings out term by term; within a term they stay in document order.
-        let mut offsets = Vec::with_capacity(self.df.len() + 1);
-        offsets.push(0u32);
-        for &df in &self.df {
-            offsets.push(offsets[offsets.len() - 1] + df);
-        }
-        let idf: Vec<f32> = self
-            .df
-            .iter()
-            .map(|&df| {
-                let df = df as f32;
-                (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln()
-            })
-            .collect();
-        let mut next: Vec<u32> = offsets[..self.df.len()].to_vec();
-        let mut docs = vec![0u32; self.postings.len()];
-        let mut weights = vec![0f32; self.postings.len()];
-        for &(term, doc, tf) in &self.postings {
-            let norm = &norms[doc as usize];
-            let pseudo: f32 = (0..FIELD_COUNT).map(|f| f32::from(tf[f]) * norm[f]).sum();
-            let slot = &mut next[term as usize];
-            docs[*slot as usize] = doc;
-            // Never 0: a search counts a tool as matched once its score leaves 0.
-            weights[*slot as usize] = (idf[term as usize] * pseudo / (K1 + pseudo)).max(f32::MIN_POSITIVE);
-            *slot += 1;
-        }
-
-        // Rank by address: namespaces in order, then tools within each, which is cheaper than
-        // sorting all addresses at once.
-        let mut address_rank = vec![0u32; n];
-        let mut by_namespace: Vec<&(Namespace, Range<u32>)> = namespaces.iter().collect();
-        by_namespace.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut rank = 0;
-        let mut docs_of_namespace: Vec<u32> = Vec::new();
-        for (_, range) in by_namespace {
-            docs_of_namespace.clear();
-            docs_of_namespace.extend(range.clone());
-            docs_of_namespace.sort_unstable_by(|&a, &b| {
-                self.addresses[a as usize].tool.cmp(&self.addresses[b as usize].tool)
-            });
-            for &doc in &docs_of_namespace {
-                address_rank[doc as usize] = rank;
-                rank += 1;
-            }
-        }
-
+        let norms = length_norms(&self.lengths, n);
+        let (offsets, docs, weights) = lay_out(&self.df, &self.postings, &norms, n);
+        let address_rank = address_ranks(&self.addresses, &namespaces);
         let mut sorted_terms: Vec<(Box<str>, u32)> =
             self.texts.into_iter().enumerate().map(|(id, t)| (t, to_u32(id))).collect();
         sorted_terms.sort_unstable();
@@ -248,6 +182,88 @@ impl Builder {
             weights,
         }
     }
+}
+
+/// BM25F's length normalisation, weighted: `weight / (1 - b + b * len / avg)` per document
+/// and field, for `n` documents.
+fn length_norms(lengths: &[[u16; FIELD_COUNT]], n: usize) -> Vec<[f32; FIELD_COUNT]> {
+    let mut avg = [0f32; FIELD_COUNT];
+    for len in lengths {
+        for (a, &l) in avg.iter_mut().zip(len) {
+            *a += f32::from(l);
+        }
+    }
+    for a in &mut avg {
+        *a = if n == 0 || *a == 0.0 { 1.0 } else { *a / n as f32 };
+    }
+    lengths
+        .iter()
+        .map(|len| {
+            let mut out = [0f32; FIELD_COUNT];
+            for f in 0..FIELD_COUNT {
+                let (weight, b) = FIELDS[f];
+                out[f] = weight / (1.0 - b + b * f32::from(len[f]) / avg[f]);
+            }
+            out
+        })
+        .collect()
+}
+
+/// Lays postings out term by term, each weighted by its finished score; within a term they stay
+/// in document order. Returns each term's first slot (and one past the last), then the document
+/// and the weight of each slot.
+fn lay_out(
+    df: &[u32],
+    postings: &[(u32, u32, [u16; FIELD_COUNT])],
+    norms: &[[f32; FIELD_COUNT]],
+    n: usize,
+) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+    let mut offsets = Vec::with_capacity(df.len() + 1);
+    offsets.push(0u32);
+    for &df in df {
+        offsets.push(offsets[offsets.len() - 1] + df);
+    }
+    let idf: Vec<f32> = df
+        .iter()
+        .map(|&df| {
+            let df = df as f32;
+            (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln()
+        })
+        .collect();
+    let mut next: Vec<u32> = offsets[..df.len()].to_vec();
+    let mut docs = vec![0u32; postings.len()];
+    let mut weights = vec![0f32; postings.len()];
+    for &(term, doc, tf) in postings {
+        let norm = &norms[doc as usize];
+        let pseudo: f32 = (0..FIELD_COUNT).map(|f| f32::from(tf[f]) * norm[f]).sum();
+        let slot = &mut next[term as usize];
+        docs[*slot as usize] = doc;
+        // Never 0: a search counts a tool as matched once its score leaves 0.
+        weights[*slot as usize] = (idf[term as usize] * pseudo / (K1 + pseudo)).max(f32::MIN_POSITIVE);
+        *slot += 1;
+    }
+    (offsets, docs, weights)
+}
+
+/// Each document's rank by address: namespaces in order, then tools within each, which is
+/// cheaper than sorting all addresses at once.
+fn address_ranks(addresses: &[ToolAddress], namespaces: &[(Namespace, Range<u32>)]) -> Vec<u32> {
+    let mut address_rank = vec![0u32; addresses.len()];
+    let mut by_namespace: Vec<&(Namespace, Range<u32>)> = namespaces.iter().collect();
+    by_namespace.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut rank = 0;
+    let mut docs_of_namespace: Vec<u32> = Vec::new();
+    for (_, range) in by_namespace {
+        docs_of_namespace.clear();
+        docs_of_namespace.extend(range.clone());
+        docs_of_namespace
+            .sort_unstable_by(|&a, &b| addresses[a as usize].tool.cmp(&addresses[b as usize].tool));
+        for &doc in &docs_of_namespace {
+            address_rank[doc as usize] = rank;
+            rank += 1;
+        }
+    }
+    address_rank
 }
 
 /// `value[key]` for an object, found by a scan: schema objects have a handful of keys, and a

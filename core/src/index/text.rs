@@ -92,7 +92,7 @@ pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(Word
     let mut i = 0;
     while i < n {
         // Skip to the first letter or digit.
-        let mut first = ASCII_CLASS[usize::from(bytes[i])];
+        let first = ASCII_CLASS[usize::from(bytes[i])];
         if first == SEPARATOR {
             i += 1;
             continue;
@@ -104,84 +104,112 @@ pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(Word
             if !c.is_alphanumeric() {
                 continue;
             }
-            first = NON_ASCII;
         } else {
             i += 1;
         }
-
-        // The rest of the run; `rest` collects the classes seen after its first character.
-        // Lower case letters go eight at a time, the common case in prose.
-        let mut rest = 0u8;
-        while let Some(chunk) = chunk_at(bytes, i) {
-            let lowercase = (not_lowercase(chunk).trailing_zeros() / 8) as usize;
-            if lowercase > 0 {
-                rest |= LOWER;
-            }
-            i += lowercase;
-            if lowercase < 8 {
-                break;
-            }
-        }
-        while i < n {
-            let class = ASCII_CLASS[usize::from(bytes[i])];
-            if class == SEPARATOR {
-                break;
-            }
-            if class == NON_ASCII {
-                let c = char_at(text, i);
-                if !c.is_alphanumeric() {
-                    break;
-                }
-                i += c.len_utf8();
-            } else {
-                i += 1;
-            }
-            rest |= class;
-        }
-        let run = &text[start..i];
-        let all = first | rest;
-
-        if all & NON_ASCII == 0 {
-            let raw = run.as_bytes();
-            buf.clear();
-            if raw.len() > 8 {
-                buf.push_str(run);
-                if all & UPPER != 0 {
-                    buf.make_ascii_lowercase();
-                }
-            }
-            f(if raw.len() <= 8 { Word::Packed(pack_run(bytes, start, raw.len())) } else { Word::Text(buf) });
-            // An upper case letter after the first, and lower case or digits: maybe `perPage`.
-            if rest & UPPER != 0 && all & (LOWER | DIGIT) != 0 {
-                // Same rules as `split_words`, on bytes; folding ASCII keeps byte offsets.
-                let mut from = 0;
-                for j in 1..raw.len() {
-                    let (prev, cur) = (raw[j - 1], raw[j]);
-                    let lower_to_upper =
-                        (prev.is_ascii_lowercase() || prev.is_ascii_digit()) && cur.is_ascii_uppercase();
-                    let acronym_end = prev.is_ascii_uppercase()
-                        && cur.is_ascii_uppercase()
-                        && raw.get(j + 1).is_some_and(u8::is_ascii_lowercase);
-                    if lower_to_upper || acronym_end {
-                        f(ascii_word(raw, buf, from..j));
-                        from = j;
-                    }
-                }
-                if from > 0 {
-                    f(ascii_word(raw, buf, from..raw.len()));
-                }
-            }
+        let (end, rest) = run_end(text, i);
+        i = end;
+        if (first | rest) & NON_ASCII == 0 {
+            ascii_words(text, start..end, first | rest, rest, buf, &mut f);
         } else {
-            fold_into(run, buf);
-            f(Word::Text(buf));
-            if changes_case_inside(run) {
-                let parts = split_words(run);
-                if parts.len() > 1 {
-                    for part in &parts {
-                        fold_into(part, buf);
-                        f(Word::Text(buf));
-                    }
-                }
+            unicode_words(&text[start..end], buf, &mut f);
+        }
+    }
+}
+
+/// Where the run of letters and digits that goes on at `i` ends, and the classes of the
+/// characters from `i` to there. Lower case letters go eight at a time, the common case in prose.
+fn run_end(text: &str, mut i: usize) -> (usize, u8) {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut rest = 0u8;
+    while let Some(chunk) = chunk_at(bytes, i) {
+        let lowercase = (not_lowercase(chunk).trailing_zeros() / 8) as usize;
+        if lowercase > 0 {
+            rest |= LOWER;
+        }
+        i += lowercase;
+        if lowercase < 8 {
+            break;
+        }
+    }
+    while i < n {
+        let class = ASCII_CLASS[usize::from(bytes[i])];
+        if class == SEPARATOR {
+            break;
+        }
+        if class == NON_ASCII {
+            let c = char_at(text, i);
+            if !c.is_alphanumeric() {
+                break;
+            }
+            i += c.len_utf8();
+        } else {
+            i += 1;
+        }
+        rest |= class;
+    }
+    (i, rest)
+}
+
+/// The words of the ASCII run `text[range]`: the whole run, then its parts if it changes case
+/// inside. `all` holds the classes of the run's characters, `rest` those after its first.
+fn ascii_words(
+    text: &str,
+    range: std::ops::Range<usize>,
+    all: u8,
+    rest: u8,
+    buf: &mut String,
+    f: &mut impl FnMut(Word<'_>),
+) {
+    let start = range.start;
+    let run = &text[range];
+    let raw = run.as_bytes();
+    buf.clear();
+    if raw.len() > 8 {
+        buf.push_str(run);
+        if all & UPPER != 0 {
+            buf.make_ascii_lowercase();
+        }
+    }
+    f(if raw.len() <= 8 {
+        Word::Packed(pack_run(text.as_bytes(), start, raw.len()))
+    } else {
+        Word::Text(buf)
+    });
+    // An upper case letter after the first, and lower case or digits: maybe `perPage`.
+    if rest & UPPER != 0 && all & (LOWER | DIGIT) != 0 {
+        // Same rules as `split_words`, on bytes; folding ASCII keeps byte offsets.
+        let mut from = 0;
+        for j in 1..raw.len() {
+            let (prev, cur) = (raw[j - 1], raw[j]);
+            let lower_to_upper =
+                (prev.is_ascii_lowercase() || prev.is_ascii_digit()) && cur.is_ascii_uppercase();
+            let acronym_end = prev.is_ascii_uppercase()
+                && cur.is_ascii_uppercase()
+                && raw.get(j + 1).is_some_and(u8::is_ascii_lowercase);
+            if lower_to_upper || acronym_end {
+                f(ascii_word(raw, buf, from..j));
+                from = j;
+            }
+        }
+        if from > 0 {
+            f(ascii_word(raw, buf, from..raw.len()));
+        }
+    }
+}
+
+/// The words of a run with non-ASCII characters: the whole run folded, then its parts if it
+/// changes case inside.
+fn unicode_words(run: &str, buf: &mut String, f: &mut impl FnMut(Word<'_>)) {
+    fold_into(run, buf);
+    f(Word::Text(buf));
+    if changes_case_inside(run) {
+        let parts = split_words(run);
+        if parts.len() > 1 {
+            for part in &parts {
+                fold_into(part, buf);
+                f(Word::Text(buf));
             }
         }
     }

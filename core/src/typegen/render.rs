@@ -93,8 +93,7 @@ impl<'a, 's> Renderer<'a, 's> {
         self.fuel -= 1;
         self.nesting += 1;
         let tt = self.tt;
-        let arena = &tt.arena;
-        match &arena.nodes[id].kind {
+        match &tt.arena.nodes[id].kind {
             Kind::Unknown => out.push_str("unknown"),
             Kind::Never => out.push_str("never"),
             Kind::Opaque(note) => {
@@ -104,7 +103,7 @@ impl<'a, 's> Renderer<'a, 's> {
             }
             Kind::Prim(p) => out.push_str(p.ts()),
             Kind::Literals { texts, bases, total, long } => {
-                if *long || *total > self.style.max_literals || texts.is_empty() {
+                if self.collapsed(texts, *total, *long) {
                     out.push_str(&bases.join(" | "));
                     if *total == 1 {
                         out.push_str(" /* one fixed value */");
@@ -115,43 +114,10 @@ impl<'a, 's> Renderer<'a, 's> {
                     out.push_str(&texts.join(" | "));
                 }
             }
-            Kind::Array(item) => {
-                let parens = self.compound(*item);
-                if parens {
-                    out.push('(');
-                }
-                self.ty(*item, depth, indent, out);
-                out.push_str(if parens { ")[]" } else { "[]" });
-            }
-            Kind::Tuple { items, rest } => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    self.ty(*item, depth, indent, out);
-                }
-                if let Some(rest) = rest {
-                    if !items.is_empty() {
-                        out.push_str(", ");
-                    }
-                    out.push_str("...");
-                    let parens = self.compound(*rest);
-                    if parens {
-                        out.push('(');
-                    }
-                    self.ty(*rest, depth, indent, out);
-                    out.push_str(if parens { ")[]" } else { "[]" });
-                }
-                out.push(']');
-            }
-            Kind::Object(o) => {
-                if depth > self.style.cap {
-                    self.named(id, false, out);
-                } else {
-                    self.object(o, depth, indent, out);
-                }
-            }
+            Kind::Array(item) => self.array(*item, depth, indent, out),
+            Kind::Tuple { items, rest } => self.tuple(items, *rest, depth, indent, out),
+            Kind::Object(_) if depth > self.style.cap => self.named(id, false, out),
+            Kind::Object(o) => self.object(o, depth, indent, out),
             Kind::Union(members) => {
                 for (i, m) in members.iter().enumerate() {
                     if i > 0 {
@@ -160,36 +126,83 @@ impl<'a, 's> Renderer<'a, 's> {
                     self.ty(*m, depth, indent, out);
                 }
             }
-            Kind::Intersection(members) => {
-                let single = members.len() == 1;
-                for (i, m) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(" & ");
-                    }
-                    let parens = !single && self.compound(*m);
-                    if parens {
-                        out.push('(');
-                    }
-                    self.ty(*m, depth, indent, out);
-                    if parens {
-                        out.push(')');
-                    }
-                }
-            }
-            Kind::Ref(d) => {
-                let d = *d;
-                let def = &arena.defs[d];
-                if def.recursive || self.expanding.contains(&d) || self.expanding.len() >= 8 {
-                    let declare = def.recursive && depth <= self.style.cap;
-                    self.named(def.node, declare, out);
-                } else {
-                    self.expanding.push(d);
-                    self.ty(def.node, depth, indent, out);
-                    self.expanding.pop();
-                }
-            }
+            Kind::Intersection(members) => self.intersection(members, depth, indent, out),
+            Kind::Ref(d) => self.reference(*d, depth, indent, out),
         }
         self.nesting -= 1;
+    }
+
+    /// Whether an `enum` prints as its base types rather than as its literals.
+    fn collapsed(&self, texts: &[String], total: usize, long: bool) -> bool {
+        long || total > self.style.max_literals || texts.is_empty()
+    }
+
+    /// `T[]`, or `(A | B)[]`.
+    fn array(&mut self, item: NodeId, depth: usize, indent: usize, out: &mut String) {
+        let parens = self.compound(item);
+        if parens {
+            out.push('(');
+        }
+        self.ty(item, depth, indent, out);
+        out.push_str(if parens { ")[]" } else { "[]" });
+    }
+
+    /// `[A, B, ...C[]]`.
+    fn tuple(
+        &mut self,
+        items: &[NodeId],
+        rest: Option<NodeId>,
+        depth: usize,
+        indent: usize,
+        out: &mut String,
+    ) {
+        out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            self.ty(*item, depth, indent, out);
+        }
+        if let Some(rest) = rest {
+            if !items.is_empty() {
+                out.push_str(", ");
+            }
+            out.push_str("...");
+            self.array(rest, depth, indent, out);
+        }
+        out.push(']');
+    }
+
+    /// `A & B`, with parentheses around compound members when there are several.
+    fn intersection(&mut self, members: &[NodeId], depth: usize, indent: usize, out: &mut String) {
+        let single = members.len() == 1;
+        for (i, m) in members.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" & ");
+            }
+            let parens = !single && self.compound(*m);
+            if parens {
+                out.push('(');
+            }
+            self.ty(*m, depth, indent, out);
+            if parens {
+                out.push(')');
+            }
+        }
+    }
+
+    /// A `$ref`: expanded in place, or printed by name when recursive or already being expanded.
+    fn reference(&mut self, d: usize, depth: usize, indent: usize, out: &mut String) {
+        let tt = self.tt;
+        let def = &tt.arena.defs[d];
+        if def.recursive || self.expanding.contains(&d) || self.expanding.len() >= 8 {
+            let declare = def.recursive && depth <= self.style.cap;
+            self.named(def.node, declare, out);
+        } else {
+            self.expanding.push(d);
+            self.ty(def.node, depth, indent, out);
+            self.expanding.pop();
+        }
     }
 
     /// Prints a reference to a named type and remembers whether it is declared or left out.
@@ -220,8 +233,7 @@ impl<'a, 's> Renderer<'a, 's> {
                 Kind::Intersection(ms) if ms.len() == 1 => id = ms[0],
                 Kind::Intersection(_) => return true,
                 Kind::Literals { texts, bases, total, long } => {
-                    let collapsed = *long || *total > self.style.max_literals || texts.is_empty();
-                    return if collapsed {
+                    return if self.collapsed(texts, *total, *long) {
                         bases.len() > 1
                     } else {
                         texts.len() > 1 || texts.iter().any(|t| t.starts_with('-'))

@@ -14,8 +14,8 @@ use rquickjs::{
 };
 use serde_json::json;
 
+use super::bridge::{GuestBridge, GuestRequest, LookupKind};
 use super::compile::{CompileError, MAX_STACK_BYTES, NoModules, compile_module, load_module};
-use super::host::{Host, Lookup, Request};
 use super::memory::{GuestAllocator, Heap};
 use super::meter::{Budget, Stop};
 use crate::ports::LocalBoxFuture;
@@ -128,7 +128,7 @@ pub(crate) async fn run(
     bridge: &dyn Bridge,
     lifecycle: Lifecycle,
 ) -> AttemptReport {
-    let host = Host::new(attempt.log_budget_bytes);
+    let host = GuestBridge::new(attempt.log_budget_bytes);
     let mut calls_issued = 0;
     let end = match Guest::start(Rc::new(budget), &attempt, &host, lifecycle.fresh) {
         Ok(guest) => guest.drive(&host, bridge, &mut calls_issued, lifecycle.spent.as_deref()).await,
@@ -179,7 +179,7 @@ impl Guest {
     fn start(
         budget: Rc<Budget>,
         attempt: &Attempt,
-        host: &Rc<Host>,
+        host: &Rc<GuestBridge>,
         fresh: Option<Fresh>,
     ) -> Result<Guest, AttemptEnd> {
         if let Some(stop) = budget.check() {
@@ -251,7 +251,7 @@ impl Guest {
     /// lets calls already made finish (their answers are not delivered).
     async fn drive<'a>(
         self,
-        host: &Rc<Host>,
+        host: &Rc<GuestBridge>,
         bridge: &'a dyn Bridge,
         calls_issued: &mut u32,
         spent: Option<&SpentGuests>,
@@ -286,7 +286,7 @@ impl Guest {
 
     async fn drive_loop<'a>(
         &self,
-        host: &Rc<Host>,
+        host: &Rc<GuestBridge>,
         bridge: &'a dyn Bridge,
         calls_issued: &mut u32,
         in_flight: &mut InFlight<'a>,
@@ -567,17 +567,22 @@ fn caught(what: &'static str) -> impl FnOnce(CaughtError<'_>) -> AttemptEnd {
 }
 
 /// Hands the guest's new requests to the bridge. Lookups are answered on the spot.
-fn forward<'a>(host: &Host, bridge: &'a dyn Bridge, calls_issued: &mut u32, in_flight: &mut InFlight<'a>) {
+fn forward<'a>(
+    host: &GuestBridge,
+    bridge: &'a dyn Bridge,
+    calls_issued: &mut u32,
+    in_flight: &mut InFlight<'a>,
+) {
     for request in host.take_requests() {
         match request {
-            Request::Call { ticket, call } => {
+            GuestRequest::Call { ticket, call } => {
                 *calls_issued = calls_issued.saturating_add(1);
                 in_flight.push(Box::pin(bridge.call(call).map(move |reply| (ticket, Reply::Call(reply)))));
             }
-            Request::Lookup { ticket, kind, args } => {
+            GuestRequest::Lookup { ticket, kind, args } => {
                 let answer = match kind {
-                    Lookup::Search => bridge.search(args),
-                    Lookup::Describe => bridge.describe(args),
+                    LookupKind::Search => bridge.search(args),
+                    LookupKind::Describe => bridge.describe(args),
                 };
                 in_flight.push(Box::pin(ready((ticket, Reply::Lookup(answer)))));
             }

@@ -16,8 +16,8 @@
 //! guest clock jumps to the next timer instead of sleeping.
 
 mod attempt;
+mod bridge;
 pub(crate) mod compile;
-mod host;
 mod memory;
 mod meter;
 #[cfg(target_arch = "wasm32")]

@@ -14,30 +14,38 @@ pub(super) const MAX_HINT: usize = 80;
 /// The keywords of one schema object this module reads, found in one pass over its members.
 pub(super) struct Words<'v>([Option<&'v Value>; KEYWORDS.len()]);
 
-const KEYWORDS: [&str; 41] = [
-    "$ref",
-    "$recursiveRef",
-    "$dynamicRef",
-    "const",
-    "enum",
-    "anyOf",
-    "oneOf",
-    "allOf",
-    "nullable",
-    "title",
-    "type",
-    "required",
-    "properties",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "patternProperties",
-    "propertyNames",
-    "prefixItems",
-    "items",
-    "additionalItems",
-    "description",
-    "format",
-    "default",
+const KEYWORDS: [&str; 41] = join(
+    [
+        "$ref",
+        "$recursiveRef",
+        "$dynamicRef",
+        "const",
+        "enum",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "nullable",
+        "title",
+        "type",
+        "required",
+        "properties",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "patternProperties",
+        "propertyNames",
+        "prefixItems",
+        "items",
+        "additionalItems",
+        "description",
+        "format",
+        "default",
+    ],
+    CONSTRAINT_KEYS,
+    ["uniqueItems", "examples", "example", "deprecated"],
+);
+
+/// The constraints a field's JSDoc shows as `@<key> <value>` tags, in the order shown.
+const CONSTRAINT_KEYS: [&str; 14] = [
     "minimum",
     "exclusiveMinimum",
     "maximum",
@@ -52,11 +60,29 @@ const KEYWORDS: [&str; 41] = [
     "maxProperties",
     "contentEncoding",
     "contentMediaType",
-    "uniqueItems",
-    "examples",
-    "example",
-    "deprecated",
 ];
+
+/// `head`, `middle` and `tail` as one array of their `N` keywords.
+const fn join<const H: usize, const M: usize, const T: usize, const N: usize>(
+    head: [&'static str; H],
+    middle: [&'static str; M],
+    tail: [&'static str; T],
+) -> [&'static str; N] {
+    assert!(H + M + T == N);
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < H {
+            head[i]
+        } else if i < H + M {
+            middle[i - H]
+        } else {
+            tail[i - H - M]
+        };
+        i += 1;
+    }
+    out
+}
 
 impl<'v> Words<'v> {
     pub(super) fn new(m: &'v Map<String, Value>) -> Self {
@@ -170,22 +196,7 @@ pub(super) fn doc_of(m: &Words<'_>) -> Doc {
     if let Some(d) = m.get("default") {
         tags.push(format!("@default {}", clip(&canonical::to_string(d), MAX_HINT)));
     }
-    for key in [
-        "minimum",
-        "exclusiveMinimum",
-        "maximum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minItems",
-        "maxItems",
-        "minProperties",
-        "maxProperties",
-        "contentEncoding",
-        "contentMediaType",
-    ] {
+    for key in CONSTRAINT_KEYS {
         if let Some(v) = m.get(key).filter(|v| v.is_number() || v.is_string()) {
             tags.push(format!("@{key} {}", text(v)));
         }
@@ -264,6 +275,13 @@ mod tests {
                 .collect();
         expect![[r#"["IssueState", "IssueState", "CreateIssueArguments", "T2fa", "NCode", "", "ABC"]"#]]
             .assert_eq(&format!("{names:?}"));
+    }
+
+    #[test]
+    fn keyword_indexes_match_the_list() {
+        for (i, key) in super::KEYWORDS.iter().enumerate() {
+            assert_eq!(super::keyword(key), Some(i), "{key}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The host end of the prelude: the three functions handed to `install` (tool calls, hub
 //! lookups, console lines) and the state they fill for the driver loop.
 //!
-//! None of them does anything but record: a call or lookup becomes a [`Request`] the driver
+//! None of them does anything but record: a call or lookup becomes a [`GuestRequest`] the driver
 //! forwards to the [`crate::sandbox::Bridge`] between JavaScript segments, so no host code
 //! runs while guest code is on the stack.
 
@@ -15,16 +15,16 @@ use crate::sandbox::GuestCall;
 
 /// A lookup the guest made with `hub.search` or `hub.describe`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lookup {
+pub(crate) enum LookupKind {
     Search,
     Describe,
 }
 
 /// Something the guest asked the host for; `ticket` names the promise that waits for it.
 #[derive(Debug)]
-pub(crate) enum Request {
+pub(crate) enum GuestRequest {
     Call { ticket: u32, call: GuestCall },
-    Lookup { ticket: u32, kind: Lookup, args: Value },
+    Lookup { ticket: u32, kind: LookupKind, args: Value },
 }
 
 /// Console lines kept within a byte budget.
@@ -58,16 +58,16 @@ impl Logs {
 
 /// State the host functions share with the driver.
 #[derive(Debug)]
-pub(crate) struct Host {
-    requests: RefCell<Vec<Request>>,
+pub(crate) struct GuestBridge {
+    requests: RefCell<Vec<GuestRequest>>,
     next_ticket: Cell<u32>,
     next_seq: Cell<u32>,
     logs: RefCell<Logs>,
 }
 
-impl Host {
-    pub(crate) fn new(log_budget_bytes: usize) -> Rc<Host> {
-        Rc::new(Host {
+impl GuestBridge {
+    pub(crate) fn new(log_budget_bytes: usize) -> Rc<GuestBridge> {
+        Rc::new(GuestBridge {
             requests: RefCell::new(Vec::new()),
             next_ticket: Cell::new(0),
             next_seq: Cell::new(0),
@@ -76,7 +76,7 @@ impl Host {
     }
 
     /// Requests made since the last call, in the order the guest made them.
-    pub(crate) fn take_requests(&self) -> Vec<Request> {
+    pub(crate) fn take_requests(&self) -> Vec<GuestRequest> {
         std::mem::take(&mut *self.requests.borrow_mut())
     }
 
@@ -105,7 +105,7 @@ impl Host {
                 let ticket = this.ticket();
                 this.requests
                     .borrow_mut()
-                    .push(Request::Call { ticket, call: GuestCall { seq, address, args, options } });
+                    .push(GuestRequest::Call { ticket, call: GuestCall { seq, address, args, options } });
                 Ok(ticket)
             },
         )?;
@@ -116,13 +116,13 @@ impl Host {
             ctx.clone(),
             move |ctx: Ctx<'js>, kind: String, args: String| -> rquickjs::Result<u32> {
                 let kind = match kind.as_str() {
-                    "search" => Lookup::Search,
-                    "describe" => Lookup::Describe,
+                    "search" => LookupKind::Search,
+                    "describe" => LookupKind::Describe,
                     _ => return Err(Exception::throw_type(&ctx, "unknown hub lookup")),
                 };
                 let args: Value = parse_json(&ctx, &args, "hub arguments")?;
                 let ticket = this.ticket();
-                this.requests.borrow_mut().push(Request::Lookup { ticket, kind, args });
+                this.requests.borrow_mut().push(GuestRequest::Lookup { ticket, kind, args });
                 Ok(ticket)
             },
         )?;
