@@ -2,9 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 use crate::commands;
+use crate::error::report_error;
+use crate::settings::{GlobalArgs, Settings};
 
 /// One MCP endpoint for every tool your agents use.
 #[derive(Debug, Parser)]
@@ -14,17 +16,6 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Flags accepted in any position.
-#[derive(Debug, Clone, Args)]
-pub struct GlobalArgs {
-    /// Print machine-readable JSON on stdout instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Never prompt; fail with a hint where input would be needed.
-    #[arg(long, global = true)]
-    pub no_input: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,34 +75,11 @@ pub enum HubCommand {
     Connections(commands::connections::ConnectionsArgs),
 }
 
-/// Everything a command needs, resolved once from flags and the environment.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub json: bool,
-    pub no_input: bool,
-    /// `NO_COLOR` set, or stdout is not a terminal.
-    pub plain: bool,
-    pub home: std::path::PathBuf,
-}
-
-impl Settings {
-    pub fn resolve(global: &GlobalArgs) -> anyhow::Result<Settings> {
-        use std::io::IsTerminal;
-        Ok(Settings {
-            json: global.json,
-            no_input: global.no_input || !std::io::stdin().is_terminal(),
-            plain: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-                || !std::io::stdout().is_terminal(),
-            home: crate::store::default_root()?,
-        })
-    }
-}
-
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let settings = match Settings::resolve(&cli.global) {
         Ok(settings) => settings,
-        Err(err) => return commands::report_error(&err),
+        Err(err) => return report_error(&err),
     };
     let result = match cli.command {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
@@ -138,6 +106,6 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => commands::report_error(&err),
+        Err(err) => report_error(&err),
     }
 }

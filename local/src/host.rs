@@ -7,6 +7,7 @@
 //! builds that runtime once and keeps it for the runs it drives after.
 
 use std::cell::OnceCell;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -21,7 +22,6 @@ use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 use serde_json::Value;
 
-use crate::cli::Settings;
 use crate::config::HubConfig;
 use crate::secrets::LocalSecrets;
 use crate::serve::approvals::later;
@@ -50,14 +50,15 @@ impl Drop for Host {
 }
 
 impl Host {
-    pub fn open(settings: &Settings) -> Result<Host> {
-        Host::open_with(Store::open(&settings.home)?)
+    /// Opens the hub whose store is at `home`.
+    pub fn open(home: &Path) -> Result<Host> {
+        Host::open_with(Store::open(home)?)
     }
 
     /// [`Host::open`] for a server: run records are written behind the run (see
     /// [`crate::store`]); the server calls [`crate::store::wait_for_writes`] before it exits.
-    pub fn open_for_server(settings: &Settings) -> Result<Host> {
-        let mut store = Store::open(&settings.home)?;
+    pub fn open_for_server(home: &Path) -> Result<Host> {
+        let mut store = Store::open(home)?;
         store.write_records_behind();
         Host::open_with(store)
     }

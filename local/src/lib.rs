@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod error;
 pub mod example;
 pub mod harness;
 pub mod host;
@@ -11,6 +12,7 @@ pub mod page;
 pub mod recorder;
 pub mod secrets;
 pub mod serve;
+pub mod settings;
 pub mod sources;
 pub mod store;
 pub mod upstream;

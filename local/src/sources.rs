@@ -12,9 +12,9 @@ use capabilities_core::policy::{Effect, Policy, PolicyState, Proposal, RuleTarge
 use capabilities_core::ports::Credentials;
 use serde_json::Value;
 
-use crate::cli::Settings;
-use crate::commands::UsageError;
 use crate::config::{ConnectionsRecord, SourceRecord, read_json, write_json};
+use crate::error::UsageError;
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::upstream::{PoolOptions, SourcePool, SourceSpec, SourceTransport};
 

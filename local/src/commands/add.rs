@@ -10,9 +10,10 @@ use capabilities_core::manifest::Manifest;
 use capabilities_core::ports::Credentials;
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::SourceRecord;
+use crate::error::{Exit, UsageError};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::{Store, now_ms};
 use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};

@@ -10,10 +10,10 @@ use capabilities_core::run::RunStatus;
 use clap::Args;
 
 use super::exec::{exit_for, print_envelope};
-use super::{Exit, UsageError};
-use crate::cli::Settings;
+use crate::error::{Exit, UsageError};
 use crate::host::Host;
 use crate::recorder;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::{Store, is_run_id, now_ms};
 
@@ -99,7 +99,7 @@ pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
         );
         return Ok(Exit::AwaitingInput.into());
     }
-    let host = Host::open(settings)?;
+    let host = Host::open(&settings.home)?;
     let envelope = host.resume(&args.run_id)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())

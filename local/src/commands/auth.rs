@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::{ConnectionRecord, ConnectionsRecord, read_json, write_json};
+use crate::error::{Exit, UsageError};
 use crate::secrets::{SecretStore, SlotKey, check_connection_name, check_value, read_hidden};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 

@@ -8,10 +8,11 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::{ConnectionsRecord, read_json};
+use crate::error::Exit;
 use crate::secrets::{SecretStore, SlotKey, StoreKind};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 

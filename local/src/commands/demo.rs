@@ -20,10 +20,10 @@ use capabilities_core::tokens;
 use clap::Args;
 use serde_json::json;
 
-use super::UsageError;
 use super::exec::{exit_for, print_envelope};
-use crate::cli::Settings;
+use crate::error::UsageError;
 use crate::host::Host;
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::upstream::{SourceSpec, SourceTransport};
 use crate::{recorder, serve, sources};
@@ -92,7 +92,7 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
     }
     say("accepted the proposal: reads run, the write asks you first")?;
 
-    let host = Host::open(&settings)?;
+    let host = Host::open(&settings.home)?;
     let mut read = Vec::new();
     let surface = serve::tools::surface_json(&limits).to_string();
     read.push(("the hub's three tools and instructions", tokens::count(&surface)));

@@ -12,11 +12,12 @@ use capabilities_core::ports::Credentials;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::HubConfig;
+use crate::error::{Exit, UsageError};
 use crate::harness::read::{self, Converted, PlainSecret};
 use crate::harness::{self, Descriptor};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 use crate::upstream::{SourceSpec, SourceTransport};

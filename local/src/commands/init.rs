@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 

@@ -7,9 +7,10 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::HubConfig;
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 use crate::upstream::SourceTransport;

@@ -7,9 +7,10 @@ use anyhow::{Result, bail};
 use capabilities_core::address::Namespace;
 use clap::Args;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::{HubConfig, write_json};
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 

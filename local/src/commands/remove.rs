@@ -5,10 +5,11 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::{ConnectionsRecord, read_json};
+use crate::error::{Exit, UsageError};
 use crate::secrets::SecretStore;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::Exit;
-use crate::cli::Settings;
 use crate::config::HubConfig;
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 

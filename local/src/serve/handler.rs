@@ -4,6 +4,7 @@
 //! prompt; their answer goes to the recorder only with the state the hub signed for that call.
 //! Nothing the model sends changes configuration or records a decision.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -25,7 +26,6 @@ use std::sync::{Arc, Mutex};
 
 use super::approvals::{self, Answer, ApprovalKey, KeyFile};
 use super::{rounds, tools};
-use crate::cli::Settings;
 use crate::config::{ConfigStamp, config_stamp_after};
 use crate::host::Host;
 use crate::page::{ApprovalPages, Notifier};
@@ -49,7 +49,8 @@ type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
 /// each call sees the current sources and policy.
 #[derive(Clone)]
 pub struct HubServer {
-    settings: Settings,
+    /// The hub's store.
+    home: PathBuf,
     limits: Limits,
     host: Arc<Mutex<OpenHost>>,
     pages: ApprovalPages,
@@ -57,27 +58,28 @@ pub struct HubServer {
 
 impl std::fmt::Debug for HubServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HubServer").field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("HubServer").field("home", &self.home).finish_non_exhaustive()
     }
 }
 
 impl HubServer {
-    pub fn new(settings: Settings) -> HubServer {
-        let pages = ApprovalPages::new(settings.home.clone());
-        HubServer { settings, limits: Limits::DEFAULT, host: Arc::new(Mutex::new(None)), pages }
+    /// Serves the hub whose store is at `home`.
+    pub fn new(home: &Path) -> HubServer {
+        let pages = ApprovalPages::new(home.to_owned());
+        HubServer { home: home.to_owned(), limits: Limits::DEFAULT, host: Arc::new(Mutex::new(None)), pages }
     }
 
     /// The open hub, reopened if its configuration changed on disk since it was opened.
     fn host(&self) -> Result<Arc<Host>> {
         let mut cached = self.host.lock().map_err(|_| anyhow::anyhow!("the hub's state is poisoned"))?;
-        let stamp = config_stamp_after(&self.settings.home, cached.as_ref().map(|(seen, _)| seen));
+        let stamp = config_stamp_after(&self.home, cached.as_ref().map(|(seen, _)| seen));
         if let Some((seen, host)) = cached.as_ref()
             && *seen == stamp
         {
             return Ok(Arc::clone(host));
         }
-        let host = Arc::new(Host::open_for_server(&self.settings)?);
-        *cached = Some((config_stamp_after(&self.settings.home, Some(&stamp)), Arc::clone(&host)));
+        let host = Arc::new(Host::open_for_server(&self.home)?);
+        *cached = Some((config_stamp_after(&self.home, Some(&stamp)), Arc::clone(&host)));
         Ok(host)
     }
 
@@ -168,7 +170,7 @@ impl HubServer {
         let run_id = envelope.run_id.clone();
         let asked = on_own_thread(move || {
             let run = server.host()?.store().load_run_sync(&run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let key = ApprovalKey::load_or_create(&server.settings.home)?;
+            let key = ApprovalKey::load_or_create(&server.home)?;
             let now = now_ms();
             let calls = run.map(|run| rounds::undecided(&run, now)).unwrap_or_default();
             if calls.is_empty() { Ok(None) } else { rounds::ask(&key, &run_id, &calls, now).map(Some) }
@@ -193,7 +195,7 @@ impl HubServer {
     ) -> Result<(Envelope, bool), String> {
         let server = self.clone();
         let (run_id, recorded) = on_own_thread(move || {
-            let key = ApprovalKey::load_or_create(&server.settings.home)?;
+            let key = ApprovalKey::load_or_create(&server.home)?;
             let retry = rounds::read(&key, &request_state, responses.as_ref(), now_ms())
                 .map_err(|err| anyhow::anyhow!("{err}"))?;
             let host = server.host()?;
@@ -268,7 +270,7 @@ impl HubServer {
         let id = run_id.to_owned();
         let (run, key) = on_own_thread(move || {
             let run = server.host()?.store().load_run_sync(&id).map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok((run, ApprovalKey::load_or_create(&server.settings.home)?))
+            Ok((run, ApprovalKey::load_or_create(&server.home)?))
         })
         .await?;
         let Some(run) = run else { return Ok(Round::Unanswered) };
