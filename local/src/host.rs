@@ -22,7 +22,7 @@ use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 use serde_json::Value;
 
-use crate::config::HubConfig;
+use crate::config::{HubConfig, POLICY};
 use crate::secrets::LocalSecrets;
 use crate::serve::approvals::later;
 use crate::store::{Store, is_run_id, now_ms};
@@ -73,9 +73,7 @@ impl Host {
         }
         let catalog = config.catalog();
         let policy = CompiledPolicy::new(config.policy.clone()).unwrap_or_else(|err| {
-            tracing_warn(&format!(
-                "policies/policy.json is invalid ({err}); every tool asks until it is fixed"
-            ));
+            tracing_warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
             CompiledPolicy::default()
         });
         let pool = SourcePool::with_sources(

@@ -10,11 +10,11 @@ use capabilities_core::run::RunStatus;
 use clap::Args;
 
 use super::exec::{exit_for, print_envelope};
+use super::review;
 use crate::error::{Exit, UsageError};
 use crate::host::Host;
 use crate::recorder;
 use crate::settings::Settings;
-use crate::sources;
 use crate::store::{Store, is_run_id, now_ms};
 
 #[derive(Debug, Args)]
@@ -128,7 +128,7 @@ fn describe(pending: &PendingCall, now: u64) -> String {
 fn prompt() -> Result<Choice> {
     loop {
         let answer =
-            sources::read_line("  [o] allow once  [r] allow for this run  [a] always allow  [d] deny: ")?;
+            review::read_line("  [o] allow once  [r] allow for this run  [a] always allow  [d] deny: ")?;
         let choice = match answer.to_ascii_lowercase().as_str() {
             "o" | "once" => Some(Choice::Once),
             "r" | "run" => Some(Choice::Run),

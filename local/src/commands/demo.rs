@@ -21,12 +21,14 @@ use clap::Args;
 use serde_json::json;
 
 use super::exec::{exit_for, print_envelope};
+use super::review;
+use crate::config;
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::upstream::{SourceSpec, SourceTransport};
-use crate::{recorder, serve, sources};
+use crate::{recorder, serve};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -84,11 +86,11 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
             },
         };
         let manifest = super::add::register(&store, &spec, &Credentials::default())?;
-        let mut policy = sources::load_policy(&store)?;
-        let items = sources::needs_review(&manifest, &policy, None);
-        say(&sources::render_review(&items))?;
-        sources::accept(&mut policy, &items);
-        sources::save_policy(&store, &policy)?;
+        let mut policy = config::load_policy(&store)?;
+        let items = review::needs_review(&manifest, &policy, None);
+        say(&review::render_review(&items))?;
+        review::accept(&mut policy, &items);
+        config::save_policy(&store, &policy)?;
     }
     say("accepted the proposal: reads run, the write asks you first")?;
 
@@ -134,7 +136,7 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
             let choice = if args.yes {
                 say("allowed once (--yes)")?;
                 Choice::Once
-            } else if sources::ask(&settings, "allow this post once? [Y/n] ", true)? {
+            } else if review::ask(&settings, "allow this post once? [Y/n] ", true)? {
                 Choice::Once
             } else {
                 Choice::Deny
