@@ -10,23 +10,21 @@ use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use capabilities_core::limits::Limits;
 use capabilities_core::policy::CompiledPolicy;
-use capabilities_core::ports::{BoxFuture, Clock, Entropy, Upstream, UpstreamError, UpstreamRequest};
+use capabilities_core::ports::{Clock, Entropy};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
-use serde_json::Value;
 
 use crate::config::{HubConfig, POLICY};
 use crate::secrets::LocalSecrets;
-use crate::serve::approvals::later;
 use crate::store::{Store, is_run_id, now_ms};
-use crate::upstream::{PoolOptions, SourcePool};
+use crate::upstream::{PoolOptions, PooledUpstream, SourcePool};
 
 /// An open hub, ready to run code.
 pub struct Host {
@@ -41,7 +39,7 @@ pub struct Host {
 
 impl Drop for Host {
     fn drop(&mut self) {
-        self.upstream.pool.shutdown();
+        self.upstream.pool().shutdown();
         // Dropping a runtime inside async code panics; this never blocks.
         if let Some(runtime) = self.sources_runtime.take() {
             runtime.shutdown_background();
@@ -88,7 +86,7 @@ impl Host {
             .enable_all()
             .build()
             .context("starting the runtime for MCP sources")?;
-        let upstream = PooledUpstream { pool, handle: sources_runtime.handle().clone() };
+        let upstream = PooledUpstream::new(pool, sources_runtime.handle().clone());
         Ok(Host { store, config, surface, upstream, limits, sources_runtime: Some(sources_runtime) })
     }
 
@@ -231,30 +229,10 @@ pub fn after_answer() {
     });
 }
 
-/// The source pool, driven on the host's long-lived runtime whatever runtime the run uses.
-struct PooledUpstream {
-    pool: SourcePool,
-    handle: tokio::runtime::Handle,
-}
-
-impl Upstream for PooledUpstream {
-    fn call<'a>(&'a self, request: UpstreamRequest<'a>) -> BoxFuture<'a, Result<Value, UpstreamError>> {
-        let pool = self.pool.clone();
-        let namespace = request.namespace.to_string();
-        let tool = request.tool.to_owned();
-        let arguments = request.arguments.clone();
-        let credentials = request.credentials.clone();
-        let timeout = Duration::from_millis(request.timeout_ms);
-        let task = self
-            .handle
-            .spawn(async move { pool.call_tool(&namespace, &tool, &arguments, &credentials, timeout).await });
-        Box::pin(async move {
-            match task.await {
-                Ok(result) => result.map_err(UpstreamError::from),
-                Err(err) => Err(UpstreamError::Unavailable(format!("the call to the source stopped: {err}"))),
-            }
-        })
-    }
+/// Where a person decides on run `run_id` once no prompt is open: the engine's wording for a
+/// waiting run, repeated by the prompts that ask in the client.
+pub fn later(run_id: &str) -> String {
+    format!("`capabilities hub approve {run_id}`")
 }
 
 /// What to do with the engine.

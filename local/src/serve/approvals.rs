@@ -20,6 +20,7 @@ pub use capabilities_core::approval::state::{
 };
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 
+use crate::host::later;
 use crate::store::{Store, is_run_id};
 
 /// The file in the hub home that holds the signing key.
@@ -119,11 +120,6 @@ pub fn consume_nonce(store: &Store, claims: &Claims) -> Result<()> {
     file.write_all(line.as_bytes())
         .and_then(|()| file.sync_all())
         .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Where a person decides once the prompt for run `run_id` has closed.
-pub fn later(run_id: &str) -> String {
-    format!("`capabilities hub approve {run_id}`")
 }
 
 /// The elicitation request for `pending` of run `run_id`, carrying `state`; the prompt closes

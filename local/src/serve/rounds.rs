@@ -18,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 
 use super::approvals::{self, Answer, ApprovalKey, StateError};
+use crate::host::later;
 
 /// Whether the request comes from a client on the stateless revision that can show a form.
 pub fn asks_inline(context: &RequestContext<RoleServer>) -> bool {
@@ -43,7 +44,7 @@ pub fn ask(
         nonces.push(approvals::nonce()?);
     }
     let mut nonces = nonces.into_iter();
-    let round = core_rounds::ask(key, run_id, calls, now_ms, &approvals::later(run_id), &mut || {
+    let round = core_rounds::ask(key, run_id, calls, now_ms, &later(run_id), &mut || {
         nonces.next().unwrap_or_default()
     });
     to_rmcp(round)
@@ -117,7 +118,7 @@ mod tests {
         let key = ApprovalKey::from_bytes([7; 32]);
         let calls = [pending("p_000000000001", 0), pending("p_000000000002", 1)];
         let mut n = 0u8;
-        let round = core_rounds::ask(&key, RUN, &calls, NOW, &approvals::later(RUN), &mut || {
+        let round = core_rounds::ask(&key, RUN, &calls, NOW, &later(RUN), &mut || {
             n += 1;
             [n; 16]
         });
