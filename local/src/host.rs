@@ -15,15 +15,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use capabilities_core::limits::Limits;
 use capabilities_core::policy::CompiledPolicy;
-use capabilities_core::ports::{Clock, Entropy};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 
 use crate::config::{HubConfig, POLICY};
+use crate::platform::{OsEntropy, SystemClock};
 use crate::secrets::LocalSecrets;
-use crate::store::{Store, is_run_id, now_ms};
+use crate::store::{Store, is_run_id};
 use crate::upstream::{PoolOptions, PooledUpstream, SourcePool};
 
 /// An open hub, ready to run code.
@@ -244,25 +244,4 @@ enum Op<'a> {
 
 fn tracing_warn(message: &str) {
     eprintln!("warning: {message}");
-}
-
-/// Wall-clock time from the OS.
-#[derive(Debug, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        now_ms()
-    }
-}
-
-/// Randomness from the OS.
-#[derive(Debug, Clone, Copy)]
-pub struct OsEntropy;
-
-impl Entropy for OsEntropy {
-    fn fill(&self, buf: &mut [u8]) {
-        // Without OS randomness nothing the hub makes is safe to use; stopping is right.
-        getrandom::fill(buf).expect("the OS random number generator is available");
-    }
 }

@@ -9,6 +9,7 @@ pub mod example;
 pub mod harness;
 pub mod host;
 pub mod page;
+pub mod platform;
 pub mod recorder;
 pub mod secrets;
 pub mod serve;

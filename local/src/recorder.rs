@@ -9,7 +9,8 @@ use capabilities_core::policy::{Policy, Rule};
 use capabilities_core::run::RunStatus;
 
 use crate::config::{POLICY, load_policy, save_policy};
-use crate::store::{Store, now_ms, write_atomic};
+use crate::platform::now_ms;
+use crate::store::{Store, write_atomic};
 
 /// What recording did.
 #[derive(Debug, Clone)]

@@ -24,12 +24,14 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
 use capabilities_core::run::{JournalEntry, RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
+
+use crate::platform::{now_ms, random_bytes};
 
 /// The store layout version this build writes. Migrations only go forward.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -100,8 +102,7 @@ impl Store {
                 hub
             }
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                let mut id = [0u8; 8];
-                getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+                let id: [u8; 8] = random_bytes()?;
                 let hub = HubFile {
                     schema_version: SCHEMA_VERSION,
                     hub_id: format!("hub_{}", hex::encode(id)),
@@ -485,8 +486,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// the old whole version or the new one after a power cut, never a torn one.
 fn write_record(path: &Path, bytes: &[u8], companions: &[&Path]) -> Result<()> {
     let dir = path.parent().context("a record path has a parent")?;
-    let mut nonce = [0u8; 6];
-    getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+    let nonce: [u8; 6] = random_bytes()?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("record");
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), hex::encode(nonce)));
     let result = (|| -> io::Result<()> {
@@ -508,10 +508,6 @@ fn write_record(path: &Path, bytes: &[u8], companions: &[&Path]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result.with_context(|| format!("writing {}", path.display()))
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 impl RunStore for Store {

@@ -14,9 +14,10 @@ use super::print_stdout;
 use super::review;
 use crate::config::{self, SourceRecord};
 use crate::error::{Exit, UsageError};
+use crate::platform::now_ms;
 use crate::settings::Settings;
 use crate::sources;
-use crate::store::{Store, now_ms};
+use crate::store::Store;
 use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};
 
 #[derive(Debug, Args)]

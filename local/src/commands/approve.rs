@@ -13,9 +13,10 @@ use super::exec::{exit_for, print_envelope};
 use super::review;
 use crate::error::{Exit, UsageError};
 use crate::host::Host;
+use crate::platform::now_ms;
 use crate::recorder;
 use crate::settings::Settings;
-use crate::store::{Store, is_run_id, now_ms};
+use crate::store::{Store, is_run_id};
 
 #[derive(Debug, Args)]
 pub struct ApproveArgs {

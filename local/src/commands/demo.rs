@@ -25,6 +25,7 @@ use super::review;
 use crate::config;
 use crate::error::UsageError;
 use crate::host::Host;
+use crate::platform::random_bytes;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::upstream::{SourceSpec, SourceTransport};
@@ -171,8 +172,7 @@ fn envelope_tokens(envelope: &Envelope) -> usize {
 /// A private directory for the demo's hub under the system's temporary directory.
 fn throwaway_home() -> Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    let mut nonce = [0u8; 6];
-    getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+    let nonce: [u8; 6] = random_bytes()?;
     let home = std::env::temp_dir().join(format!("capabilities-demo-{}", hex::encode(nonce)));
     std::fs::DirBuilder::new()
         .mode(0o700)

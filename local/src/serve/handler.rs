@@ -29,8 +29,8 @@ use super::{rounds, tools};
 use crate::config::{ConfigStamp, config_stamp_after};
 use crate::host::Host;
 use crate::page::{ApprovalPages, Notifier};
+use crate::platform::now_ms;
 use crate::recorder;
-use crate::store::now_ms;
 
 /// How many times one `execute` asks, records and resumes before it answers `awaiting_approval`
 /// anyway (a loop of writes with "once" asks on each).
