@@ -2,6 +2,7 @@
 //! stdio or loopback HTTP, for agents on this machine.
 
 pub mod approvals;
+mod ask;
 pub mod gate;
 pub mod handler;
 pub mod http;

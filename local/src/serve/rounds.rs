@@ -1,12 +1,8 @@
-//! Approvals for clients on the stateless revision (2026-07-28), which the hub cannot send a
-//! request in the middle of a call. A run that waits for a person comes back as an
-//! `input_required` result holding one form per undecided call and the states the hub signed for
-//! them; the client shows the forms, then sends the same `tools/call` again with the answers and
-//! the states. An answer counts only with the state signed for its call, unexpired, once.
-//!
-//! The rounds themselves are the core's (`capabilities_core::approval::rounds`); this module
-//! reads the client's revision and capabilities from rmcp's request context and speaks rmcp's
-//! types.
+//! Approval rounds in rmcp's types, for clients on the stateless revision (2026-07-28). The
+//! rounds themselves, and how a client answers them, are the core's
+//! (`capabilities_core::approval::rounds`); this module tells from rmcp's request context
+//! whether a client takes them ([`asks_inline`]), turns a round into rmcp's `input_required`
+//! result ([`ask`]) and reads a retried call's answers back ([`read`]). `ask.rs` drives them.
 
 use capabilities_core::approval::PendingCall;
 use capabilities_core::approval::rounds::{self as core_rounds};
