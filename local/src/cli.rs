@@ -26,10 +26,11 @@ pub enum Command {
     /// Restore the harness configs the hub changed last (`hub connect`, `hub disconnect`).
     Rollback(commands::rollback::RollbackArgs),
     /// Serve one of the example MCP servers `hub demo` uses, over stdio.
-    #[command(hide = true)]
-    ExampleServer {
+    // Named `example-server` for good: the demo's stored source records run it by that name.
+    #[command(name = "example-server", hide = true)]
+    DemoServer {
         #[arg(value_enum)]
-        which: crate::example::Example,
+        which: crate::demo_servers::DemoServer,
     },
 }
 
@@ -83,7 +84,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
-        Command::ExampleServer { which } => crate::example::serve(which).map(|()| ExitCode::SUCCESS),
+        Command::DemoServer { which } => crate::demo_servers::serve(which).map(|()| ExitCode::SUCCESS),
         Command::Hub(HubCommand::Demo(args)) => commands::demo::run(&settings, args),
         Command::Hub(HubCommand::Init(args)) => commands::init::run(&settings, args),
         Command::Hub(HubCommand::Import(args)) => commands::import::run(&settings, args),

@@ -4,8 +4,8 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod demo_servers;
 pub mod error;
-pub mod example;
 pub mod harness;
 pub mod host;
 pub mod page;
