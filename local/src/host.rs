@@ -63,15 +63,15 @@ impl Host {
 
     fn open_with(store: Store) -> Result<Host> {
         for warning in &store.warnings {
-            tracing_warn(warning);
+            warn(warning);
         }
         let config = HubConfig::load(&store);
         for problem in &config.problems {
-            tracing_warn(problem);
+            warn(problem);
         }
         let catalog = config.catalog();
         let policy = CompiledPolicy::new(config.policy.clone()).unwrap_or_else(|err| {
-            tracing_warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
+            warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
             CompiledPolicy::default()
         });
         let pool = SourcePool::with_sources(
@@ -223,7 +223,7 @@ pub fn after_answer() {
         if let Some(sandbox) = sandbox.get() {
             sandbox.free_spent();
             if let Err(err) = sandbox.prepare() {
-                tracing_warn(&err);
+                warn(&err);
             }
         }
     });
@@ -242,6 +242,6 @@ enum Op<'a> {
     Cancel(&'a str),
 }
 
-fn tracing_warn(message: &str) {
+fn warn(message: &str) {
     eprintln!("warning: {message}");
 }
