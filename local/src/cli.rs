@@ -2,9 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 use crate::commands;
+use crate::error::report_error;
+use crate::settings::{GlobalArgs, Settings};
 
 /// One MCP endpoint for every tool your agents use.
 #[derive(Debug, Parser)]
@@ -16,17 +18,6 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Flags accepted in any position.
-#[derive(Debug, Clone, Args)]
-pub struct GlobalArgs {
-    /// Print machine-readable JSON on stdout instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Never prompt; fail with a hint where input would be needed.
-    #[arg(long, global = true)]
-    pub no_input: bool,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run and manage the local hub.
@@ -35,10 +26,11 @@ pub enum Command {
     /// Restore the harness configs the hub changed last (`hub connect`, `hub disconnect`).
     Rollback(commands::rollback::RollbackArgs),
     /// Serve one of the example MCP servers `hub demo` uses, over stdio.
-    #[command(hide = true)]
-    ExampleServer {
+    // Named `example-server` for good: the demo's stored source records run it by that name.
+    #[command(name = "example-server", hide = true)]
+    DemoServer {
         #[arg(value_enum)]
-        which: crate::example::Example,
+        which: crate::demo_servers::DemoServer,
     },
 }
 
@@ -84,38 +76,15 @@ pub enum HubCommand {
     Connections(commands::connections::ConnectionsArgs),
 }
 
-/// Everything a command needs, resolved once from flags and the environment.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub json: bool,
-    pub no_input: bool,
-    /// `NO_COLOR` set, or stdout is not a terminal.
-    pub plain: bool,
-    pub home: std::path::PathBuf,
-}
-
-impl Settings {
-    pub fn resolve(global: &GlobalArgs) -> anyhow::Result<Settings> {
-        use std::io::IsTerminal;
-        Ok(Settings {
-            json: global.json,
-            no_input: global.no_input || !std::io::stdin().is_terminal(),
-            plain: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-                || !std::io::stdout().is_terminal(),
-            home: crate::store::default_root()?,
-        })
-    }
-}
-
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let settings = match Settings::resolve(&cli.global) {
         Ok(settings) => settings,
-        Err(err) => return commands::report_error(&err),
+        Err(err) => return report_error(&err),
     };
     let result = match cli.command {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
-        Command::ExampleServer { which } => crate::example::serve(which).map(|()| ExitCode::SUCCESS),
+        Command::DemoServer { which } => crate::demo_servers::serve(which).map(|()| ExitCode::SUCCESS),
         Command::Hub(HubCommand::Demo(args)) => commands::demo::run(&settings, args),
         Command::Hub(HubCommand::Init(args)) => commands::init::run(&settings, args),
         Command::Hub(HubCommand::Import(args)) => commands::import::run(&settings, args),
@@ -138,6 +107,6 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => commands::report_error(&err),
+        Err(err) => report_error(&err),
     }
 }

@@ -1,6 +1,6 @@
 //! The hub's configuration records in the store: sources, their manifests, connections and the
-//! policy. Each is one JSON file; a record that cannot be read is reported by name and skipped,
-//! never silently dropped and never a crash.
+//! policy, each one JSON file at a path named here. A record that cannot be read is reported by
+//! name and skipped, never silently dropped and never a crash.
 
 use std::fs;
 use std::path::PathBuf;
@@ -15,6 +15,34 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::{Store, write_atomic};
 use crate::upstream::SourceSpec;
+
+/// The policy file: the rules and the contracts a person reviewed.
+pub const POLICY: &str = "policies/policy.json";
+
+/// Where the record of source `namespace` lives.
+pub fn source_path(namespace: &str) -> String {
+    format!("sources/{namespace}.json")
+}
+
+/// Where the manifest of source `namespace` lives.
+pub fn manifest_path(namespace: &str) -> String {
+    format!("manifests/{namespace}.json")
+}
+
+/// Where the connections of source `namespace` live.
+pub fn connections_path(namespace: &str) -> String {
+    format!("connections/{namespace}.json")
+}
+
+/// The stored policy; the empty one when there is none yet.
+pub fn load_policy(store: &Store) -> Result<PolicyState> {
+    Ok(read_json::<PolicyState>(store, POLICY)?.unwrap_or_default())
+}
+
+/// Writes the policy file.
+pub fn save_policy(store: &Store, policy: &PolicyState) -> Result<()> {
+    write_json(store, POLICY, policy)
+}
 
 /// `sources/<namespace>.json`: how to reach a source, and when a person added it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,7 +97,7 @@ impl HubConfig {
                     .push(format!("sources/{name}.json: not a valid namespace; the file is ignored"));
                 continue;
             }
-            let source: SourceRecord = match read_json(store, &format!("sources/{name}.json")) {
+            let source: SourceRecord = match read_json(store, &source_path(&name)) {
                 Ok(Some(record)) => record,
                 Ok(None) => continue,
                 Err(err) => {
@@ -77,14 +105,14 @@ impl HubConfig {
                     continue;
                 }
             };
-            let manifest = match read_json::<Manifest>(store, &format!("manifests/{name}.json")) {
+            let manifest = match read_json::<Manifest>(store, &manifest_path(&name)) {
                 Ok(manifest) => manifest,
                 Err(err) => {
                     config.problems.push(format!("{err:#}"));
                     None
                 }
             };
-            let connections = match read_json(store, &format!("connections/{name}.json")) {
+            let connections = match read_json(store, &connections_path(&name)) {
                 Ok(record) => record.unwrap_or_default(),
                 Err(err) => {
                     config.problems.push(format!("{err:#}"));
@@ -93,7 +121,7 @@ impl HubConfig {
             };
             config.sources.push((source, manifest, connections));
         }
-        match read_json::<PolicyState>(store, "policies/policy.json") {
+        match read_json::<PolicyState>(store, POLICY) {
             Ok(policy) => config.policy = policy.unwrap_or_default(),
             Err(err) => config.problems.push(format!("{err:#}; every tool asks until it is fixed")),
         }
@@ -244,13 +272,13 @@ mod tests {
         assert_ne!(again, rewritten);
 
         // A new record moves the directory's time on, so it is listed again.
-        fs::write(root.path().join("policies/policy.json"), "{}").expect("a new record");
+        fs::write(root.path().join(POLICY), "{}").expect("a new record");
         let added = config_stamp_after(root.path(), Some(&rewritten));
         assert_ne!(rewritten, added);
         assert_eq!(added, config_stamp(root.path()));
 
         // Removed, even right after it was listed.
-        fs::remove_file(root.path().join("policies/policy.json")).expect("a removal");
+        fs::remove_file(root.path().join(POLICY)).expect("a removal");
         assert_ne!(added, config_stamp_after(root.path(), Some(&added)));
     }
 }

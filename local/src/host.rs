@@ -7,26 +7,24 @@
 //! builds that runtime once and keeps it for the runs it drives after.
 
 use std::cell::OnceCell;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use capabilities_core::limits::Limits;
 use capabilities_core::policy::CompiledPolicy;
-use capabilities_core::ports::{BoxFuture, Clock, Entropy, Upstream, UpstreamError, UpstreamRequest};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
-use serde_json::Value;
 
-use crate::cli::Settings;
-use crate::config::HubConfig;
+use crate::config::{HubConfig, POLICY};
+use crate::platform::{OsEntropy, SystemClock};
 use crate::secrets::LocalSecrets;
-use crate::serve::approvals::later;
-use crate::store::{Store, is_run_id, now_ms};
-use crate::upstream::{PoolOptions, SourcePool};
+use crate::store::{Store, is_run_id};
+use crate::upstream::{PoolOptions, PooledUpstream, SourcePool};
 
 /// An open hub, ready to run code.
 pub struct Host {
@@ -41,7 +39,7 @@ pub struct Host {
 
 impl Drop for Host {
     fn drop(&mut self) {
-        self.upstream.pool.shutdown();
+        self.upstream.pool().shutdown();
         // Dropping a runtime inside async code panics; this never blocks.
         if let Some(runtime) = self.sources_runtime.take() {
             runtime.shutdown_background();
@@ -50,31 +48,30 @@ impl Drop for Host {
 }
 
 impl Host {
-    pub fn open(settings: &Settings) -> Result<Host> {
-        Host::open_with(Store::open(&settings.home)?)
+    /// Opens the hub whose store is at `home`.
+    pub fn open(home: &Path) -> Result<Host> {
+        Host::open_with(Store::open(home)?)
     }
 
     /// [`Host::open`] for a server: run records are written behind the run (see
     /// [`crate::store`]); the server calls [`crate::store::wait_for_writes`] before it exits.
-    pub fn open_for_server(settings: &Settings) -> Result<Host> {
-        let mut store = Store::open(&settings.home)?;
+    pub fn open_for_server(home: &Path) -> Result<Host> {
+        let mut store = Store::open(home)?;
         store.write_records_behind();
         Host::open_with(store)
     }
 
     fn open_with(store: Store) -> Result<Host> {
         for warning in &store.warnings {
-            tracing_warn(warning);
+            warn(warning);
         }
         let config = HubConfig::load(&store);
         for problem in &config.problems {
-            tracing_warn(problem);
+            warn(problem);
         }
         let catalog = config.catalog();
         let policy = CompiledPolicy::new(config.policy.clone()).unwrap_or_else(|err| {
-            tracing_warn(&format!(
-                "policies/policy.json is invalid ({err}); every tool asks until it is fixed"
-            ));
+            warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
             CompiledPolicy::default()
         });
         let pool = SourcePool::with_sources(
@@ -89,7 +86,7 @@ impl Host {
             .enable_all()
             .build()
             .context("starting the runtime for MCP sources")?;
-        let upstream = PooledUpstream { pool, handle: sources_runtime.handle().clone() };
+        let upstream = PooledUpstream::new(pool, sources_runtime.handle().clone());
         Ok(Host { store, config, surface, upstream, limits, sources_runtime: Some(sources_runtime) })
     }
 
@@ -226,36 +223,16 @@ pub fn after_answer() {
         if let Some(sandbox) = sandbox.get() {
             sandbox.free_spent();
             if let Err(err) = sandbox.prepare() {
-                tracing_warn(&err);
+                warn(&err);
             }
         }
     });
 }
 
-/// The source pool, driven on the host's long-lived runtime whatever runtime the run uses.
-struct PooledUpstream {
-    pool: SourcePool,
-    handle: tokio::runtime::Handle,
-}
-
-impl Upstream for PooledUpstream {
-    fn call<'a>(&'a self, request: UpstreamRequest<'a>) -> BoxFuture<'a, Result<Value, UpstreamError>> {
-        let pool = self.pool.clone();
-        let namespace = request.namespace.to_string();
-        let tool = request.tool.to_owned();
-        let arguments = request.arguments.clone();
-        let credentials = request.credentials.clone();
-        let timeout = Duration::from_millis(request.timeout_ms);
-        let task = self
-            .handle
-            .spawn(async move { pool.call_tool(&namespace, &tool, &arguments, &credentials, timeout).await });
-        Box::pin(async move {
-            match task.await {
-                Ok(result) => result.map_err(UpstreamError::from),
-                Err(err) => Err(UpstreamError::Unavailable(format!("the call to the source stopped: {err}"))),
-            }
-        })
-    }
+/// Where a person decides on run `run_id` once no prompt is open: the engine's wording for a
+/// waiting run, repeated by the prompts that ask in the client.
+pub fn later(run_id: &str) -> String {
+    format!("`capabilities hub approve {run_id}`")
 }
 
 /// What to do with the engine.
@@ -265,27 +242,6 @@ enum Op<'a> {
     Cancel(&'a str),
 }
 
-fn tracing_warn(message: &str) {
+fn warn(message: &str) {
     eprintln!("warning: {message}");
-}
-
-/// Wall-clock time from the OS.
-#[derive(Debug, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        now_ms()
-    }
-}
-
-/// Randomness from the OS.
-#[derive(Debug, Clone, Copy)]
-pub struct OsEntropy;
-
-impl Entropy for OsEntropy {
-    fn fill(&self, buf: &mut [u8]) {
-        // Without OS randomness nothing the hub makes is safe to use; stopping is right.
-        getrandom::fill(buf).expect("the OS random number generator is available");
-    }
 }

@@ -4,13 +4,16 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod example;
+pub mod demo_servers;
+pub mod error;
 pub mod harness;
 pub mod host;
 pub mod page;
+pub mod platform;
 pub mod recorder;
 pub mod secrets;
 pub mod serve;
+pub mod settings;
 pub mod sources;
 pub mod store;
 pub mod upstream;

@@ -8,8 +8,9 @@ use capabilities_core::approval::{AlwaysRule, Channel, Choice, PendingCall, all_
 use capabilities_core::policy::{Policy, Rule};
 use capabilities_core::run::RunStatus;
 
-use crate::sources;
-use crate::store::{Store, now_ms, write_atomic};
+use crate::config::{POLICY, load_policy, save_policy};
+use crate::platform::now_ms;
+use crate::store::{Store, write_atomic};
 
 /// What recording did.
 #[derive(Debug, Clone)]
@@ -87,11 +88,11 @@ fn persist_always(store: &Store, rule: &AlwaysRule, connection: Option<String>) 
     let address = ToolAddress::parse(&rule.address)
         .map_err(|e| anyhow!("the run names tool `{}` that is not an address: {e}", rule.address))?;
     let _lock = store.lock("policy").map_err(|e| anyhow!("{e}"))?;
-    let mut state = sources::load_policy(store)?;
+    let mut state = load_policy(store)?;
     let mut policy = Policy::new(std::mem::take(&mut state.rules))
-        .context("policies/policy.json is invalid; fix it, then decide again")?;
+        .with_context(|| format!("{POLICY} is invalid; fix it, then decide again"))?;
     policy.set(Rule::always_allow(address, connection, rule.contract))?;
     state.rules = policy.rules().to_vec();
     state.pin(rule.address.clone(), rule.contract);
-    sources::save_policy(store, &state)
+    save_policy(store, &state)
 }

@@ -1,24 +1,23 @@
-//! Managing sources from the CLI: reading a source's tools, keeping its records in the store
-//! (`sources/`, `manifests/`, `connections/`, `policies/policy.json`), and the review screen
-//! that pins the contracts a person accepted.
+//! Managing sources from the CLI: reading a source's tools, writing and removing its records in
+//! the store (paths in [`crate::config`]), noting what changed upstream, and how a source is
+//! shown (its command line) or started by hand (credentials from the environment). The review
+//! screen that pins the contracts a person accepted is `commands/review.rs`.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, Write as _};
 
 use anyhow::{Context, Result, bail};
 use capabilities_core::address::Namespace;
 use capabilities_core::manifest::{self, Manifest, ManifestDiff};
-use capabilities_core::policy::{Effect, Policy, PolicyState, Proposal, RuleTarget, ToolClass, propose};
 use capabilities_core::ports::Credentials;
 use serde_json::Value;
 
-use crate::cli::Settings;
-use crate::commands::UsageError;
-use crate::config::{ConnectionsRecord, SourceRecord, read_json, write_json};
+use crate::config::{
+    ConnectionsRecord, SourceRecord, connections_path, load_policy, manifest_path, read_json, save_policy,
+    source_path, write_json,
+};
+use crate::error::UsageError;
 use crate::store::Store;
 use crate::upstream::{PoolOptions, SourcePool, SourceSpec, SourceTransport};
-
-pub const POLICY: &str = "policies/policy.json";
 
 /// The source a person named on the command line, with its record; a usage error when the name
 /// is not a namespace, and an error saying where to look when no such source exists.
@@ -30,18 +29,6 @@ pub fn named_source(store: &Store, name: &str) -> Result<(Namespace, SourceRecor
         bail!("there is no source `{namespace}`; `capabilities hub list` shows the sources");
     };
     Ok((namespace, record))
-}
-
-pub fn source_path(namespace: &str) -> String {
-    format!("sources/{namespace}.json")
-}
-
-pub fn manifest_path(namespace: &str) -> String {
-    format!("manifests/{namespace}.json")
-}
-
-pub fn connections_path(namespace: &str) -> String {
-    format!("connections/{namespace}.json")
 }
 
 /// Starts the source, lists its tools (every page) and stops it. A failure carries the tail of
@@ -77,19 +64,6 @@ pub fn build_manifest(namespace: &Namespace, entries: &[Value]) -> Manifest {
         eprintln!("warning: {namespace}: {problem}");
     }
     manifest
-}
-
-/// The manifest stored for `namespace`, if any.
-pub fn stored_manifest(store: &Store, namespace: &str) -> Result<Option<Manifest>> {
-    read_json(store, &manifest_path(namespace))
-}
-
-pub fn load_policy(store: &Store) -> Result<PolicyState> {
-    Ok(read_json::<PolicyState>(store, POLICY)?.unwrap_or_default())
-}
-
-pub fn save_policy(store: &Store, policy: &PolicyState) -> Result<()> {
-    write_json(store, POLICY, policy)
 }
 
 /// Writes a new source's three records, all or nothing: on a failure the ones written are
@@ -200,194 +174,6 @@ pub fn env_name(slot: &str) -> String {
     slot.to_ascii_uppercase().replace('-', "_")
 }
 
-/// A tool that waits for review: new, or changed since it was accepted.
-#[derive(Debug, Clone)]
-pub struct ReviewItem {
-    pub proposal: Proposal,
-    pub summary: String,
-    /// What changed, for a tool accepted before (from a refresh's diff when there is one).
-    pub changes: Option<Vec<String>>,
-}
-
-/// The tools of `manifest` whose current contract nobody accepted yet.
-pub fn needs_review(
-    manifest: &Manifest,
-    policy: &PolicyState,
-    diff: Option<&ManifestDiff>,
-) -> Vec<ReviewItem> {
-    propose(manifest)
-        .into_iter()
-        .zip(&manifest.tools)
-        .filter_map(|(proposal, tool)| {
-            let reviewed = policy.reviewed.get(&proposal.address.to_string());
-            if reviewed == Some(&proposal.digest) {
-                return None;
-            }
-            let changes = reviewed.map(|before| {
-                let detail = diff.and_then(|d| d.changed.iter().find(|c| c.name == tool.record.name));
-                match detail {
-                    Some(changed) if !changed.changes.is_empty() => {
-                        changed.changes.iter().map(ToString::to_string).collect()
-                    }
-                    _ => vec![format!("contract {} → {}", before.short(), proposal.digest.short())],
-                }
-            });
-            Some(ReviewItem { summary: tool.record.first_sentence(), proposal, changes })
-        })
-        .collect()
-}
-
-/// The review screen's text: the tools grouped by class, each with the proposed decision.
-pub fn render_review(items: &[ReviewItem]) -> String {
-    let mut out = String::new();
-    let groups = [
-        (ToolClass::ReadOnly, "Read-only — proposed: allow"),
-        (ToolClass::Writes, "Writes — proposed: ask"),
-        (ToolClass::Destructive, "Destructive or undeclared — proposed: ask (flagged)"),
-    ];
-    for (class, title) in groups {
-        let members: Vec<&ReviewItem> = items.iter().filter(|i| i.proposal.class == class).collect();
-        if members.is_empty() {
-            continue;
-        }
-        let _ = writeln!(out, "{title} ({})", members.len());
-        for item in members {
-            let flag = if item.proposal.flagged() { "!" } else { " " };
-            let status = if item.changes.is_some() { "changed" } else { "new" };
-            let _ =
-                writeln!(out, " {flag} {} [{status}]  {}", item.proposal.address, clip(&item.summary, 80));
-            for change in item.changes.iter().flatten() {
-                let _ = writeln!(out, "      {change}");
-            }
-        }
-    }
-    out
-}
-
-/// Pins each tool's current contract as reviewed. The proposal needs no rule: with a reviewed
-/// contract the policy's default already allows read-only tools and asks for the rest.
-pub fn accept(policy: &mut PolicyState, items: &[ReviewItem]) {
-    for item in items {
-        policy.pin(item.proposal.address.to_string(), item.proposal.digest);
-    }
-}
-
-/// Pins every tool like [`accept`], with the effect the person chose for each: a choice that
-/// differs from what policy does by default becomes a tool rule (an allow pinned to the
-/// contract); choosing the default drops an earlier tool rule.
-pub fn accept_adjusted(policy: &mut PolicyState, items: &[ReviewItem], chosen: &[Effect]) -> Result<()> {
-    accept(policy, items);
-    let mut rules = Policy::new(std::mem::take(&mut policy.rules))
-        .context("policies/policy.json is invalid; fix it, then review again")?;
-    for (item, effect) in items.iter().zip(chosen) {
-        rules.remove(&RuleTarget::Tool(item.proposal.address.clone()), None);
-        if let Some(rule) = item.proposal.rule_for(*effect) {
-            rules.set(rule)?;
-        }
-    }
-    policy.rules = rules.rules().to_vec();
-    Ok(())
-}
-
-/// Shows the review for `items` on stderr and, when the person accepts (or `yes`), pins them in
-/// the stored policy. Returns whether they were accepted.
-pub fn review(settings: &Settings, store: &Store, items: &[ReviewItem], yes: bool) -> Result<bool> {
-    if items.is_empty() {
-        eprintln!("nothing to review");
-        return Ok(true);
-    }
-    eprint!("{}", render_review(items));
-    let answer = if yes {
-        Answer::Accept
-    } else if settings.no_input {
-        eprintln!(
-            "left unreviewed: these tools ask on every call until you run `capabilities hub review` \
-             (or pass `--yes` to accept the proposal)"
-        );
-        Answer::Leave
-    } else {
-        match read_line("Accept the proposal? [Y]es, [n]o, [e]dit each tool: ")?.to_ascii_lowercase().as_str()
-        {
-            "" | "y" | "yes" => Answer::Accept,
-            "e" | "edit" => Answer::Edit,
-            _ => Answer::Leave,
-        }
-    };
-    let mut policy = load_policy(store)?;
-    match answer {
-        Answer::Accept => accept(&mut policy, items),
-        Answer::Edit => {
-            let mut chosen = Vec::with_capacity(items.len());
-            for item in items {
-                chosen.push(choose_effect(item)?);
-            }
-            accept_adjusted(&mut policy, items, &chosen)?;
-        }
-        Answer::Leave => {
-            if !settings.no_input {
-                eprintln!("left unreviewed: they ask on every call until `capabilities hub review`");
-            }
-            return Ok(false);
-        }
-    }
-    save_policy(store, &policy)?;
-    eprintln!("accepted {} tool{}", items.len(), if items.len() == 1 { "" } else { "s" });
-    Ok(true)
-}
-
-enum Answer {
-    Accept,
-    Edit,
-    Leave,
-}
-
-fn choose_effect(item: &ReviewItem) -> Result<Effect> {
-    let proposed = match item.proposal.effect {
-        Effect::Allow => "allow",
-        Effect::Ask => "ask",
-        _ => "deny",
-    };
-    loop {
-        let prompt = format!("  {} [a]llow, a[s]k, [d]eny (Enter: {proposed}): ", item.proposal.address);
-        match read_line(&prompt)?.to_ascii_lowercase().as_str() {
-            "" => return Ok(item.proposal.effect),
-            "a" | "allow" => return Ok(Effect::Allow),
-            "s" | "ask" => return Ok(Effect::Ask),
-            "d" | "deny" => return Ok(Effect::Deny),
-            _ => eprintln!("  answer a, s or d"),
-        }
-    }
-}
-
-/// Asks a yes/no question on stderr and reads one line. Enter takes `default`.
-pub fn ask(settings: &Settings, question: &str, default: bool) -> Result<bool> {
-    if settings.no_input {
-        return Err(UsageError(format!("{} needs an answer: pass `--yes`", question.trim_end())).into());
-    }
-    let mut stderr = std::io::stderr().lock();
-    let _ = write!(stderr, "{question}");
-    let _ = stderr.flush();
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).context("reading your answer")?;
-    Ok(match line.trim().to_ascii_lowercase().as_str() {
-        "" => default,
-        "y" | "yes" => true,
-        _ => false,
-    })
-}
-
-/// Reads one line from stdin after printing `prompt` on stderr.
-pub fn read_line(prompt: &str) -> Result<String> {
-    let mut stderr = std::io::stderr().lock();
-    let _ = write!(stderr, "{prompt}");
-    let _ = stderr.flush();
-    let mut line = String::new();
-    if std::io::stdin().lock().read_line(&mut line).context("reading your answer")? == 0 {
-        bail!("stdin closed before an answer; pass the answer as a flag instead");
-    }
-    Ok(line.trim().to_owned())
-}
-
 /// Keeps what `diff` changed in each tool whose reviewed contract is no longer the current one,
 /// so a call that asks because of the change can say what it was.
 pub fn note_changes(store: &Store, manifest: &Manifest, diff: &ManifestDiff) -> Result<()> {
@@ -414,14 +200,6 @@ pub fn diff_against(before: Option<&Manifest>, after: &Manifest) -> ManifestDiff
     manifest::diff(before.unwrap_or(&empty), after)
 }
 
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    format!("{cut}…")
-}
-
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
 }
@@ -430,41 +208,6 @@ fn indent(text: &str) -> String {
 mod tests {
     use super::*;
     use expect_test::expect;
-
-    #[test]
-    fn adjusting_a_proposal_leaves_only_the_rules_that_differ_from_the_default() {
-        let entries: Vec<Value> =
-            serde_json::from_str(include_str!("../../core/tests/data/tools/memory.json")).unwrap();
-        let manifest = build_manifest(&Namespace::new("memory").unwrap(), &entries);
-        let items = needs_review(&manifest, &PolicyState::default(), None);
-        let chosen: Vec<Effect> = items
-            .iter()
-            .map(|i| match i.proposal.address.to_string().as_str() {
-                "memory.readGraph" => Effect::Deny,       // read-only, refused
-                "memory.createEntities" => Effect::Allow, // a write, allowed for this contract
-                _ => i.proposal.effect,
-            })
-            .collect();
-        let mut policy = PolicyState::default();
-        accept_adjusted(&mut policy, &items, &chosen).unwrap();
-        assert_eq!(policy.reviewed.len(), 9);
-        let rules: Vec<String> = policy
-            .rules
-            .iter()
-            .map(|r| format!("{} {:?} pinned={}", r.target, r.effect, r.pinned.is_some()))
-            .collect();
-        expect![[r#"
-            [
-                "memory.createEntities Allow pinned=true",
-                "memory.readGraph Deny pinned=false",
-            ]
-        "#]]
-        .assert_debug_eq(&rules);
-        // Choosing the defaults again drops the rules.
-        let defaults: Vec<Effect> = items.iter().map(|i| i.proposal.effect).collect();
-        accept_adjusted(&mut policy, &items, &defaults).unwrap();
-        assert!(policy.rules.is_empty());
-    }
 
     #[test]
     fn command_lines_quote_what_a_shell_would_split() {

@@ -10,11 +10,14 @@ use capabilities_core::manifest::Manifest;
 use capabilities_core::ports::Credentials;
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
-use crate::config::SourceRecord;
+use super::print_stdout;
+use super::review;
+use crate::config::{self, SourceRecord};
+use crate::error::{Exit, UsageError};
+use crate::platform::now_ms;
+use crate::settings::Settings;
 use crate::sources;
-use crate::store::{Store, now_ms};
+use crate::store::Store;
 use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};
 
 #[derive(Debug, Args)]
@@ -54,7 +57,7 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
         None => suggest(&transport),
     };
     let ns = namespace.as_str();
-    if store.root().join(sources::source_path(ns)).is_file() {
+    if store.root().join(config::source_path(ns)).is_file() {
         return Err(UsageError(format!(
             "a source named `{ns}` exists already: re-read its tools with `capabilities hub refresh {ns}`, \
              remove it with `capabilities hub remove {ns}`, or pick another name with `--namespace`"
@@ -72,7 +75,7 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
                 )
                 .into());
             }
-            if !sources::ask(settings, "Run it? [y/N] ", false)? {
+            if !review::ask(settings, "Run it? [y/N] ", false)? {
                 bail!("nothing was added; run `capabilities hub add` again to change the command");
             }
         }
@@ -83,9 +86,9 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
         manifest.tools.len(),
         if manifest.tools.len() == 1 { "" } else { "s" }
     ))?;
-    let policy = sources::load_policy(&store)?;
-    let items = sources::needs_review(&manifest, &policy, None);
-    sources::review(settings, &store, &items, args.yes)?;
+    let policy = config::load_policy(&store)?;
+    let items = review::needs_review(&manifest, &policy, None);
+    review::review(settings, &store, &items, args.yes)?;
     Ok(Exit::Ok.into())
 }
 

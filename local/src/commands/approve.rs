@@ -10,12 +10,13 @@ use capabilities_core::run::RunStatus;
 use clap::Args;
 
 use super::exec::{exit_for, print_envelope};
-use super::{Exit, UsageError};
-use crate::cli::Settings;
+use super::review;
+use crate::error::{Exit, UsageError};
 use crate::host::Host;
+use crate::platform::now_ms;
 use crate::recorder;
-use crate::sources;
-use crate::store::{Store, is_run_id, now_ms};
+use crate::settings::Settings;
+use crate::store::{Store, is_run_id};
 
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
@@ -99,7 +100,7 @@ pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
         );
         return Ok(Exit::AwaitingInput.into());
     }
-    let host = Host::open(settings)?;
+    let host = Host::open(&settings.home)?;
     let envelope = host.resume(&args.run_id)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())
@@ -128,7 +129,7 @@ fn describe(pending: &PendingCall, now: u64) -> String {
 fn prompt() -> Result<Choice> {
     loop {
         let answer =
-            sources::read_line("  [o] allow once  [r] allow for this run  [a] always allow  [d] deny: ")?;
+            review::read_line("  [o] allow once  [r] allow for this run  [a] always allow  [d] deny: ")?;
         let choice = match answer.to_ascii_lowercase().as_str() {
             "o" | "once" => Some(Choice::Once),
             "r" | "run" => Some(Choice::Run),

@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
-use crate::config::{ConnectionRecord, ConnectionsRecord, read_json, write_json};
+use super::print_stdout;
+use crate::config::{self, ConnectionRecord, ConnectionsRecord, read_json, write_json};
+use crate::error::{Exit, UsageError};
 use crate::secrets::{SecretStore, SlotKey, check_connection_name, check_value, read_hidden};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 
@@ -42,8 +43,7 @@ pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
         .next()
         .map(|c| c.slots)
         .unwrap_or_default();
-    let mut record: ConnectionsRecord =
-        read_json(&store, &sources::connections_path(ns))?.unwrap_or_default();
+    let mut record: ConnectionsRecord = read_json(&store, &config::connections_path(ns))?.unwrap_or_default();
     let name =
         args.connection.clone().or_else(|| record.default.clone()).unwrap_or_else(|| "default".to_owned());
     check_connection_name(&name).map_err(UsageError)?;
@@ -89,7 +89,7 @@ pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
         if record.default.is_none() {
             record.default = Some(name.clone());
         }
-        write_json(&store, &sources::connections_path(ns), &record)?;
+        write_json(&store, &config::connections_path(ns), &record)?;
     }
     print_stdout(&format!(
         "filled {} of `{ns}` connection `{name}` in {}\n",

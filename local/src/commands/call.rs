@@ -7,10 +7,10 @@ use anyhow::Result;
 use capabilities_core::address::ToolAddress;
 use clap::Args;
 
-use super::UsageError;
 use super::exec::{exit_for, print_envelope};
-use crate::cli::Settings;
+use crate::error::UsageError;
 use crate::host::Host;
+use crate::settings::Settings;
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -23,7 +23,7 @@ pub struct CallArgs {
 
 pub fn run(settings: &Settings, args: CallArgs) -> Result<ExitCode> {
     let code = code_for(&args.address, &args.arguments)?;
-    let host = Host::open(settings)?;
+    let host = Host::open(&settings.home)?;
     let envelope = host.execute(&code)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())

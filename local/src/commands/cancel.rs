@@ -6,8 +6,8 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::exec::{exit_for, print_envelope};
-use crate::cli::Settings;
 use crate::host::Host;
+use crate::settings::Settings;
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
@@ -16,7 +16,7 @@ pub struct CancelArgs {
 }
 
 pub fn run(settings: &Settings, args: CancelArgs) -> Result<ExitCode> {
-    let host = Host::open(settings)?;
+    let host = Host::open(&settings.home)?;
     if host.show_run(&args.run_id)?.is_none() {
         bail!("there is no run `{}`; `capabilities hub runs` lists the runs kept", args.run_id);
     }

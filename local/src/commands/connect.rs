@@ -8,12 +8,13 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::HubConfig;
+use crate::error::Exit;
 use crate::harness::backup::BackupSet;
 use crate::harness::edit::{self, HubEntry};
 use crate::harness::{self, Descriptor, read};
+use crate::settings::Settings;
 use crate::store::Store;
 
 #[derive(Debug, Args)]

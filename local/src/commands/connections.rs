@@ -8,10 +8,11 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
-use crate::config::{ConnectionsRecord, read_json};
+use super::print_stdout;
+use crate::config::{self, ConnectionsRecord, read_json};
+use crate::error::Exit;
 use crate::secrets::{SecretStore, SlotKey, StoreKind};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 
@@ -25,7 +26,7 @@ pub fn run(settings: &Settings, args: ConnectionsArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
     let (namespace, _) = sources::named_source(&store, &args.namespace)?;
     let ns = namespace.as_str();
-    let record: ConnectionsRecord = read_json(&store, &sources::connections_path(ns))?.unwrap_or_default();
+    let record: ConnectionsRecord = read_json(&store, &config::connections_path(ns))?.unwrap_or_default();
     // Open the store only when some slot needs looking at.
     let secrets = if record.connections.iter().any(|c| !c.slots.is_empty()) {
         Some(SecretStore::open(&store)?)

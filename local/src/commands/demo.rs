@@ -20,13 +20,16 @@ use capabilities_core::tokens;
 use clap::Args;
 use serde_json::json;
 
-use super::UsageError;
 use super::exec::{exit_for, print_envelope};
-use crate::cli::Settings;
+use super::review;
+use crate::config;
+use crate::error::UsageError;
 use crate::host::Host;
+use crate::platform::random_bytes;
+use crate::settings::Settings;
 use crate::store::Store;
 use crate::upstream::{SourceSpec, SourceTransport};
-use crate::{recorder, serve, sources};
+use crate::{recorder, serve};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -84,15 +87,15 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
             },
         };
         let manifest = super::add::register(&store, &spec, &Credentials::default())?;
-        let mut policy = sources::load_policy(&store)?;
-        let items = sources::needs_review(&manifest, &policy, None);
-        say(&sources::render_review(&items))?;
-        sources::accept(&mut policy, &items);
-        sources::save_policy(&store, &policy)?;
+        let mut policy = config::load_policy(&store)?;
+        let items = review::needs_review(&manifest, &policy, None);
+        say(&review::render_review(&items))?;
+        review::accept(&mut policy, &items);
+        config::save_policy(&store, &policy)?;
     }
     say("accepted the proposal: reads run, the write asks you first")?;
 
-    let host = Host::open(&settings)?;
+    let host = Host::open(&settings.home)?;
     let mut read = Vec::new();
     let surface = serve::tools::surface_json(&limits).to_string();
     read.push(("the hub's three tools and instructions", tokens::count(&surface)));
@@ -134,7 +137,7 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
             let choice = if args.yes {
                 say("allowed once (--yes)")?;
                 Choice::Once
-            } else if sources::ask(&settings, "allow this post once? [Y/n] ", true)? {
+            } else if review::ask(&settings, "allow this post once? [Y/n] ", true)? {
                 Choice::Once
             } else {
                 Choice::Deny
@@ -169,8 +172,7 @@ fn envelope_tokens(envelope: &Envelope) -> usize {
 /// A private directory for the demo's hub under the system's temporary directory.
 fn throwaway_home() -> Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
-    let mut nonce = [0u8; 6];
-    getrandom::fill(&mut nonce).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+    let nonce: [u8; 6] = random_bytes()?;
     let home = std::env::temp_dir().join(format!("capabilities-demo-{}", hex::encode(nonce)));
     std::fs::DirBuilder::new()
         .mode(0o700)

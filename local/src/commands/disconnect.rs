@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::Exit;
 use super::connect::{Step, report, writable_text};
-use crate::cli::Settings;
+use crate::error::Exit;
 use crate::harness::backup::BackupSet;
 use crate::harness::{self, edit};
+use crate::settings::Settings;
 use crate::store::Store;
 
 #[derive(Debug, Args)]

@@ -10,10 +10,11 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
 use crate::config::HubConfig;
+use crate::error::Exit;
 use crate::harness::{self, edit, read};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::{SCHEMA_VERSION, Store};
 use crate::upstream::{PoolOptions, SourcePool};

@@ -7,9 +7,10 @@ use anyhow::{Context, Result};
 use capabilities_core::surface::envelope::Envelope;
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
+use crate::error::{Exit, UsageError};
 use crate::host::Host;
+use crate::settings::Settings;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -31,7 +32,7 @@ pub fn run(settings: &Settings, args: ExecArgs) -> Result<ExitCode> {
             UsageError("no code given: pass the code as an argument, or `-` to read stdin".into()).into()
         );
     }
-    let host = Host::open(settings)?;
+    let host = Host::open(&settings.home)?;
     let envelope = host.execute(&code)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())

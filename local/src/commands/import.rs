@@ -12,11 +12,13 @@ use capabilities_core::ports::Credentials;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
-use crate::config::HubConfig;
+use super::print_stdout;
+use super::review;
+use crate::config::{self, HubConfig};
+use crate::error::{Exit, UsageError};
 use crate::harness::read::{self, Converted, PlainSecret};
 use crate::harness::{self, Descriptor};
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 use crate::upstream::{SourceSpec, SourceTransport};
@@ -95,7 +97,7 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
             )
             .into());
         }
-        if !sources::ask(settings, "Import these sources? [Y/n] ", true)? {
+        if !review::ask(settings, "Import these sources? [Y/n] ", true)? {
             eprintln!("nothing was imported");
             return Ok(outcome);
         }
@@ -116,14 +118,14 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
             })
             .collect()
     });
-    let mut review = Vec::new();
+    let mut to_review = Vec::new();
     for (proposal, registered) in plan.proposals.iter().zip(registered) {
         let ns = proposal.spec.namespace.clone();
         match registered {
             Ok(manifest) => {
                 outcome.added.push((ns.clone(), manifest.tools.len()));
-                let policy = sources::load_policy(store)?;
-                review.extend(sources::needs_review(&manifest, &policy, None));
+                let policy = config::load_policy(store)?;
+                to_review.extend(review::needs_review(&manifest, &policy, None));
             }
             Err(err) => {
                 eprintln!("could not add `{ns}`: {err:#}");
@@ -135,7 +137,7 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
             let mut stored_all = !proposal.secrets.is_empty() && proposal.from_env.is_empty();
             let keep = yes
                 || (!settings.no_input
-                    && sources::ask(
+                    && review::ask(
                         settings,
                         &format!(
                             "`{ns}` has {} credential{} in plain text in its harness file; copy {} into the keychain? [Y/n] ",
@@ -164,7 +166,7 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
     } else {
         print_stdout(&summary)?;
     }
-    sources::review(settings, store, &review, yes)?;
+    review::review(settings, store, &to_review, yes)?;
     for ns in &outcome.need_auth {
         eprintln!(
             "`{ns}` needs its credential in the hub before calls reach it: run `capabilities hub auth {ns}`"

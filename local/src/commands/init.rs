@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
-use crate::sources;
+use super::print_stdout;
+use super::review;
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -49,7 +50,7 @@ pub fn run(settings: &Settings, args: InitArgs) -> Result<ExitCode> {
         eprintln!("connect your harnesses with `capabilities hub connect`");
         false
     } else {
-        sources::ask(settings, "Connect your harnesses to the hub now? [Y/n] ", true)?
+        review::ask(settings, "Connect your harnesses to the hub now? [Y/n] ", true)?
     };
     if connect {
         let steps = super::connect::connect(settings, &store, &[], false)?;

@@ -7,9 +7,11 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
+use super::review;
 use crate::config::HubConfig;
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 use crate::upstream::SourceTransport;
@@ -32,7 +34,7 @@ pub fn run(settings: &Settings, _args: ListArgs) -> Result<ExitCode> {
             SourceTransport::Http { url, .. } => ("http", url.clone()),
         };
         let unreviewed =
-            manifest.as_ref().map(|m| sources::needs_review(m, &config.policy, None).len()).unwrap_or(0);
+            manifest.as_ref().map(|m| review::needs_review(m, &config.policy, None).len()).unwrap_or(0);
         rows.push(json!({
             "namespace": record.spec.namespace,
             "transport": transport,

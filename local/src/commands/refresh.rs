@@ -7,9 +7,11 @@ use anyhow::{Result, bail};
 use capabilities_core::address::Namespace;
 use clap::Args;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
-use crate::config::{HubConfig, write_json};
+use super::print_stdout;
+use super::review;
+use crate::config::{self, HubConfig, write_json};
+use crate::error::Exit;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 
@@ -52,7 +54,7 @@ pub fn run(settings: &Settings, args: RefreshArgs) -> Result<ExitCode> {
         let manifest = sources::build_manifest(&namespace, &entries);
         let diff = sources::diff_against(before.as_ref(), &manifest);
         if !diff.is_empty() || before.is_none() {
-            write_json(&store, &sources::manifest_path(ns), &manifest)?;
+            write_json(&store, &config::manifest_path(ns), &manifest)?;
         }
         sources::note_changes(&store, &manifest, &diff)?;
         let text = diff.to_string();
@@ -61,10 +63,10 @@ pub fn run(settings: &Settings, args: RefreshArgs) -> Result<ExitCode> {
         } else {
             print_stdout(&format!("{ns}:\n{text}"))?;
         }
-        items.extend(sources::needs_review(&manifest, &config.policy, Some(&diff)));
+        items.extend(review::needs_review(&manifest, &config.policy, Some(&diff)));
     }
     if !items.is_empty() {
-        sources::review(settings, &store, &items, args.yes)?;
+        review::review(settings, &store, &items, args.yes)?;
     }
     Ok(if failed > 0 { Exit::Failure } else { Exit::Ok }.into())
 }

@@ -5,10 +5,12 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{Exit, UsageError, print_stdout};
-use crate::cli::Settings;
-use crate::config::{ConnectionsRecord, read_json};
+use super::print_stdout;
+use super::review;
+use crate::config::{self, ConnectionsRecord, read_json};
+use crate::error::{Exit, UsageError};
 use crate::secrets::SecretStore;
+use crate::settings::Settings;
 use crate::sources;
 use crate::store::Store;
 
@@ -30,12 +32,12 @@ pub fn run(settings: &Settings, args: RemoveArgs) -> Result<ExitCode> {
             return Err(UsageError(format!("removing `{ns}` needs your consent: pass `--yes`")).into());
         }
         let question = format!("Remove `{ns}`, its connections and its policy entries? [y/N] ");
-        if !sources::ask(settings, &question, false)? {
+        if !review::ask(settings, &question, false)? {
             bail!("`{ns}` was kept");
         }
     }
     let connections: ConnectionsRecord =
-        read_json(&store, &sources::connections_path(ns)).ok().flatten().unwrap_or_default();
+        read_json(&store, &config::connections_path(ns)).ok().flatten().unwrap_or_default();
     sources::remove_source(&store, &namespace)?;
     print_stdout(&format!("removed `{ns}`\n"))?;
     forget_secrets(&store, ns, &connections);

@@ -6,9 +6,10 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
+use crate::error::Exit;
 use crate::harness::backup::{self, Restored};
+use crate::settings::Settings;
 use crate::store::Store;
 
 #[derive(Debug, Args)]

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
-use super::{Exit, print_stdout};
-use crate::cli::Settings;
+use super::print_stdout;
+use crate::error::Exit;
 use crate::host::Host;
+use crate::settings::Settings;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -28,7 +29,7 @@ pub enum RunsCommand {
 }
 
 pub fn run(settings: &Settings, args: RunsArgs) -> Result<ExitCode> {
-    let host = Host::open(settings)?;
+    let host = Host::open(&settings.home)?;
     if let Some(RunsCommand::Show { id }) = args.command {
         let Some(envelope) = host.show_run(&id)? else {
             bail!("there is no run `{id}`; `capabilities hub runs` lists the runs kept (7 days)");
@@ -41,7 +42,7 @@ pub fn run(settings: &Settings, args: RunsArgs) -> Result<ExitCode> {
         && !statuses.contains(&status.as_str())
     {
         let message = format!("unknown status `{status}`: use one of {}", statuses.join(", "));
-        return Err(super::UsageError(message).into());
+        return Err(crate::error::UsageError(message).into());
     }
     let mut rows = Vec::new();
     for id in host.store().run_ids() {

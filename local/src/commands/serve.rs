@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::{Exit, UsageError};
-use crate::cli::Settings;
+use crate::error::{Exit, UsageError};
 use crate::serve::http::DEFAULT_PORT;
+use crate::settings::Settings;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -55,9 +55,9 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the server's async runtime")?;
     let served = if http {
-        runtime.block_on(crate::serve::serve_http(settings.clone(), args.port))
+        runtime.block_on(crate::serve::serve_http(&settings.home, args.port))
     } else {
-        runtime.block_on(crate::serve::serve_stdio(settings.clone()))
+        runtime.block_on(crate::serve::serve_stdio(&settings.home))
     };
     // A read of stdin left pending by the transport must not hold the exit.
     runtime.shutdown_background();

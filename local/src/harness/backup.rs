@@ -13,7 +13,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::store::{Store, now_ms, write_atomic};
+use crate::platform::now_ms;
+use crate::store::{Store, write_atomic};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

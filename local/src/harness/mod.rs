@@ -163,10 +163,10 @@ pub const HARNESSES: &[Descriptor] = &[
 ];
 
 /// The harness named `id`, or a usage error listing the known ones.
-pub fn find(id: &str) -> Result<&'static Descriptor, crate::commands::UsageError> {
+pub fn find(id: &str) -> Result<&'static Descriptor, crate::error::UsageError> {
     HARNESSES.iter().find(|h| h.id == id).ok_or_else(|| {
         let known: Vec<&str> = HARNESSES.iter().map(|h| h.id).collect();
-        crate::commands::UsageError(format!("unknown harness `{id}`; known: {}", known.join(", ")))
+        crate::error::UsageError(format!("unknown harness `{id}`; known: {}", known.join(", ")))
     })
 }
 

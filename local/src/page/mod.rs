@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use capabilities_core::approval::{Choice, PendingCall, PendingKind};
 
+use crate::platform::random_bytes;
 use crate::store::Store;
 
 /// How long the listener stays up with no open page and no request.
@@ -91,10 +92,14 @@ impl ApprovalPages {
             if known {
                 continue;
             }
-            let token = random_hex(32);
+            let token = random_hex::<32>();
             urls.push(format!("http://127.0.0.1:{port}/p/{token}"));
-            let page =
-                Page { run_id: run_id.to_owned(), call: call.clone(), csrf: random_hex(32), decided: None };
+            let page = Page {
+                run_id: run_id.to_owned(),
+                call: call.clone(),
+                csrf: random_hex::<32>(),
+                decided: None,
+            };
             state.pages.insert(token, page);
         }
         Ok(urls)
@@ -177,9 +182,7 @@ fn open_browser(url: &str) -> bool {
     false
 }
 
-fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
+fn random_hex<const N: usize>() -> String {
     // Without OS randomness no token is safe; stopping is right.
-    getrandom::fill(&mut buf).expect("the OS random number generator is available");
-    hex::encode(buf)
+    hex::encode(random_bytes::<N>().expect("the OS random number generator is available"))
 }

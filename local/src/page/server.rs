@@ -18,7 +18,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use super::{ApprovalPages, IDLE, Page, html};
-use crate::store::{Store, now_ms};
+use crate::platform::now_ms;
+use crate::store::Store;
 
 /// A decision form is a few dozen bytes; anything near this is not one.
 const MAX_FORM_BYTES: usize = 4096;

@@ -12,7 +12,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use capabilities_core::approval::PendingCall;
 use capabilities_core::approval::state::{self, NONCE_BYTES};
 pub use capabilities_core::approval::state::{
@@ -20,6 +20,8 @@ pub use capabilities_core::approval::state::{
 };
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 
+use crate::host::later;
+use crate::platform::random_bytes;
 use crate::store::{Store, is_run_id};
 
 /// The file in the hub home that holds the signing key.
@@ -47,10 +49,8 @@ impl KeyFile for ApprovalKey {
                 });
             }
         }
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| anyhow!("no randomness available: {e}"))?;
-        let mut tag = [0u8; 6];
-        getrandom::fill(&mut tag).map_err(|e| anyhow!("no randomness available: {e}"))?;
+        let key: [u8; 32] = random_bytes()?;
+        let tag: [u8; 6] = random_bytes()?;
         let tmp = home.join(format!(".{KEY_FILE}.{}.{}.tmp", std::process::id(), hex::encode(tag)));
         let written = (|| -> io::Result<()> {
             let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
@@ -84,9 +84,7 @@ fn read_key(path: &Path) -> io::Result<ApprovalKey> {
 
 /// A fresh nonce for one prompt.
 pub fn nonce() -> Result<[u8; NONCE_BYTES]> {
-    let mut nonce = [0u8; NONCE_BYTES];
-    getrandom::fill(&mut nonce).map_err(|e| anyhow!("no randomness available: {e}"))?;
-    Ok(nonce)
+    random_bytes::<NONCE_BYTES>()
 }
 
 /// Marks `claims`' nonce used for its run. Call it holding the run's lock, before recording:
@@ -119,11 +117,6 @@ pub fn consume_nonce(store: &Store, claims: &Claims) -> Result<()> {
     file.write_all(line.as_bytes())
         .and_then(|()| file.sync_all())
         .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Where a person decides once the prompt for run `run_id` has closed.
-pub fn later(run_id: &str) -> String {
-    format!("`capabilities hub approve {run_id}`")
 }
 
 /// The elicitation request for `pending` of run `run_id`, carrying `state`; the prompt closes

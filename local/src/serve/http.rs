@@ -8,6 +8,7 @@
 
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,7 +33,6 @@ use tokio_util::sync::CancellationToken;
 use super::gate::{Gate, Refusal};
 use super::handler::HubServer;
 use super::token::Token;
-use crate::cli::Settings;
 use crate::store::Store;
 
 /// The port `--http` listens on unless `--port` says otherwise.
@@ -65,11 +65,11 @@ struct Endpoint {
 
 /// Serves MCP over HTTP on 127.0.0.1:`port` (0 picks a free port) until SIGINT or SIGTERM.
 /// Prints the URL on stderr once listening; the token is read from (or made in) the store.
-pub async fn serve_http(settings: Settings, port: u16) -> Result<()> {
+pub async fn serve_http(home: &Path, port: u16) -> Result<()> {
     // Watch for signals before anyone learns the URL, so an early stop is still graceful.
     let mut terminate = signal(SignalKind::terminate()).context("watching for SIGTERM")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("watching for SIGINT")?;
-    let store = Store::open(&settings.home)?;
+    let store = Store::open(home)?;
     let (token, token_path) = Token::load_or_create(store.root())?;
     let listener =
         TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await.with_context(|| {
@@ -86,7 +86,7 @@ pub async fn serve_http(settings: Settings, port: u16) -> Result<()> {
         .with_allowed_origins(gate.origins())
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token());
-    let handler = HubServer::new(settings);
+    let handler = HubServer::new(home);
     let mcp = {
         let handler = handler.clone();
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::default(), config)

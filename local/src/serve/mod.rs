@@ -2,6 +2,7 @@
 //! stdio or loopback HTTP, for agents on this machine.
 
 pub mod approvals;
+mod ask;
 pub mod gate;
 pub mod handler;
 pub mod http;
@@ -16,11 +17,11 @@ use rmcp::ServiceExt;
 pub use self::http::serve_http;
 pub use handler::HubServer;
 
-use crate::cli::Settings;
+use std::path::Path;
 
 /// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
 /// Input reaches rmcp through [`lines::check_input`], so an oversized message is answered.
-pub async fn serve_stdio(settings: Settings) -> Result<()> {
+pub async fn serve_stdio(home: &Path) -> Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let (server_side, hub_side) = tokio::io::duplex(256 * 1024);
     let (from_server, to_server) = tokio::io::split(hub_side);
@@ -28,7 +29,7 @@ pub async fn serve_stdio(settings: Settings) -> Result<()> {
     let input = tokio::spawn(lines::check_input(stdin, to_server, errors_tx));
     let output = tokio::spawn(lines::merge_output(from_server, stdout, errors_rx));
     let service =
-        HubServer::new(settings).serve(server_side).await.context("starting the MCP server on stdio")?;
+        HubServer::new(home).serve(server_side).await.context("starting the MCP server on stdio")?;
     service.waiting().await.context("serving MCP on stdio")?;
     input.abort();
     output.await.context("writing to stdout")?.context("writing to stdout")?;

@@ -1,12 +1,8 @@
-//! Approvals for clients on the stateless revision (2026-07-28), which the hub cannot send a
-//! request in the middle of a call. A run that waits for a person comes back as an
-//! `input_required` result holding one form per undecided call and the states the hub signed for
-//! them; the client shows the forms, then sends the same `tools/call` again with the answers and
-//! the states. An answer counts only with the state signed for its call, unexpired, once.
-//!
-//! The rounds themselves are the core's (`capabilities_core::approval::rounds`); this module
-//! reads the client's revision and capabilities from rmcp's request context and speaks rmcp's
-//! types.
+//! Approval rounds in rmcp's types, for clients on the stateless revision (2026-07-28). The
+//! rounds themselves, and how a client answers them, are the core's
+//! (`capabilities_core::approval::rounds`); this module tells from rmcp's request context
+//! whether a client takes them ([`asks_inline`]), turns a round into rmcp's `input_required`
+//! result ([`ask`]) and reads a retried call's answers back ([`read`]). `ask.rs` drives them.
 
 use capabilities_core::approval::PendingCall;
 use capabilities_core::approval::rounds::{self as core_rounds};
@@ -18,6 +14,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 
 use super::approvals::{self, Answer, ApprovalKey, StateError};
+use crate::host::later;
 
 /// Whether the request comes from a client on the stateless revision that can show a form.
 pub fn asks_inline(context: &RequestContext<RoleServer>) -> bool {
@@ -43,7 +40,7 @@ pub fn ask(
         nonces.push(approvals::nonce()?);
     }
     let mut nonces = nonces.into_iter();
-    let round = core_rounds::ask(key, run_id, calls, now_ms, &approvals::later(run_id), &mut || {
+    let round = core_rounds::ask(key, run_id, calls, now_ms, &later(run_id), &mut || {
         nonces.next().unwrap_or_default()
     });
     to_rmcp(round)
@@ -117,7 +114,7 @@ mod tests {
         let key = ApprovalKey::from_bytes([7; 32]);
         let calls = [pending("p_000000000001", 0), pending("p_000000000002", 1)];
         let mut n = 0u8;
-        let round = core_rounds::ask(&key, RUN, &calls, NOW, &approvals::later(RUN), &mut || {
+        let round = core_rounds::ask(&key, RUN, &calls, NOW, &later(RUN), &mut || {
             n += 1;
             [n; 16]
         });

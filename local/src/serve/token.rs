@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use subtle::ConstantTimeEq;
 
+use crate::platform::random_bytes;
+
 /// The token file's name in the hub store.
 pub const TOKEN_FILE: &str = "http-token";
 
@@ -74,8 +76,7 @@ fn read(path: &Path) -> Result<Option<Token>> {
 /// Makes a new token file at `path`, mode 600 from the start. If another server made it first,
 /// that token is used.
 fn create(path: &Path) -> Result<Token> {
-    let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness available: {e}"))?;
+    let bytes: [u8; TOKEN_BYTES] = random_bytes()?;
     let token = hex::encode(bytes);
     let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
     let mut file = match file {

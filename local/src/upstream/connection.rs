@@ -15,7 +15,7 @@ use super::http::{self, TapClient};
 use super::stderr::{StderrTail, scrub};
 use super::stdio::{self, ServerProcess, StdioSpec};
 use super::tap::RawTap;
-use super::{SourceError, SourceSpec, SourceTransport};
+use super::{HeaderSlot, SourceError, SourceSpec, SourceTransport};
 
 /// One started source.
 pub(super) struct Connection {
@@ -68,119 +68,108 @@ impl Connection {
     ) -> Result<Connection, SourceError> {
         let fingerprint = fingerprint(spec, credentials);
         let namespace = spec.namespace.as_str();
-        let config_error = |reason: String| SourceError::Config { namespace: namespace.to_owned(), reason };
-        Namespace::new(namespace).map_err(|e| config_error(e.to_string()))?;
-        let tap = RawTap::default();
+        Namespace::new(namespace)
+            .map_err(|e| SourceError::Config { namespace: namespace.to_owned(), reason: e.to_string() })?;
         match &spec.transport {
             SourceTransport::Stdio { command, args, env, env_slots, cwd } => {
                 let stdio_spec = StdioSpec { command, args, env, env_slots, cwd: cwd.as_deref() };
-                let secrets: Vec<String> = credentials
-                    .values
-                    .iter()
-                    .filter(|(slot, _)| env_slots.contains(slot))
-                    .map(|(_, value)| value.clone())
-                    .collect();
-                tail.add_secrets(secrets.iter().map(String::as_str));
-                let command = stdio::command(&stdio_spec, credentials)
-                    .map_err(|reason| SourceError::Start { namespace: namespace.to_owned(), reason })?;
-                let (transport, process) =
-                    stdio::spawn(command, tail.clone(), tap.clone()).await.map_err(|e| {
-                        SourceError::Start {
-                            namespace: namespace.to_owned(),
-                            reason: format!("could not run `{}`: {e}", spec_command(spec)),
-                        }
-                    })?;
-                let started = tokio::time::timeout(timeout, client_config().serve(transport)).await;
-                // Once the client gave up it dropped the server's stdin, and the server may
-                // exit because of that: only an exit that caused the failure is reported.
-                let (failure, exit, timed_out) = match started {
-                    Ok(Ok(service)) => {
-                        return Ok(Connection {
-                            service,
-                            tap,
-                            process: Some(process),
-                            tail: Some(tail),
-                            fingerprint,
-                            secrets,
-                        });
-                    }
-                    Ok(Err(ClientInitializeError::ConnectionClosed(_))) => {
-                        // The server closed stdout: give it a moment so its exit status is known.
-                        let exit = process.wait_exit(Duration::from_millis(500)).await;
-                        (Some("it closed its stdout".to_owned()), exit, false)
-                    }
-                    Ok(Err(error)) => (Some(error.to_string()), process.exited(), false),
-                    Err(_) => (None, process.exited(), true),
-                };
-                process.kill();
-                // Let the stderr pump catch up with the server's last words.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                let noise = process.noise().map(|(first, lines)| (scrub(&first, &secrets), lines));
-                let last_words = tail
-                    .last_line()
-                    .map(|line| format!("; its last stderr line: {line}"))
-                    .unwrap_or_default();
-                if let Some((first, lines)) = noise {
-                    let more = if lines > 1 {
-                        format!(" (and {} more such lines)", lines - 1)
-                    } else {
-                        String::new()
-                    };
-                    return Err(SourceError::Protocol {
-                        namespace: namespace.to_owned(),
-                        reason: format!(
-                            "it wrote `{first}` to stdout{more}; a stdio server may write only MCP messages there{last_words}"
-                        ),
-                    });
-                }
-                let reason = match (exit, failure) {
-                    (Some(status), _) if !timed_out => {
-                        format!("it exited ({status}) before answering `initialize`{last_words}")
-                    }
-                    (_, Some(error)) => {
-                        format!("`initialize` failed: {}{last_words}", scrub(&error, &secrets))
-                    }
-                    _ => {
-                        return Err(SourceError::Timeout {
-                            namespace: namespace.to_owned(),
-                            method: "initialize".to_owned(),
-                            ms: millis(timeout),
-                        });
-                    }
-                };
-                Err(SourceError::Start { namespace: namespace.to_owned(), reason })
+                Connection::start_stdio(spec, &stdio_spec, credentials, timeout, tail, fingerprint).await
             }
             SourceTransport::Http { url, header_slots } => {
-                let url = http::check_url(url).map_err(config_error)?;
-                let headers = http::credential_headers(header_slots, credentials).map_err(config_error)?;
-                let secrets: Vec<String> =
-                    credentials.values.iter().map(|(_, value)| value.clone()).collect();
-                let client =
-                    TapClient { http: http::client(timeout).map_err(config_error)?, tap: tap.clone() };
-                let mut config =
-                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                        url.as_str(),
-                    );
-                config.custom_headers = headers;
-                let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-                match tokio::time::timeout(timeout, client_config().serve(transport)).await {
-                    Ok(Ok(service)) => {
-                        Ok(Connection { service, tap, process: None, tail: None, fingerprint, secrets })
-                    }
-                    Ok(Err(error)) => Err(SourceError::Start {
-                        namespace: namespace.to_owned(),
-                        reason: format!(
-                            "`initialize` at {url} failed: {}",
-                            scrub(&error.to_string(), &secrets)
-                        ),
-                    }),
-                    Err(_) => Err(SourceError::Timeout {
-                        namespace: namespace.to_owned(),
-                        method: "initialize".to_owned(),
-                        ms: millis(timeout),
-                    }),
-                }
+                Connection::start_http(namespace, url, header_slots, credentials, timeout, fingerprint).await
             }
+        }
+    }
+
+    /// Spawns a stdio server and runs `initialize` over its pipes.
+    async fn start_stdio(
+        spec: &SourceSpec,
+        stdio_spec: &StdioSpec<'_>,
+        credentials: &Credentials,
+        timeout: Duration,
+        tail: StderrTail,
+        fingerprint: [u8; 32],
+    ) -> Result<Connection, SourceError> {
+        let namespace = spec.namespace.as_str();
+        let tap = RawTap::default();
+        let secrets: Vec<String> = credentials
+            .values
+            .iter()
+            .filter(|(slot, _)| stdio_spec.env_slots.contains(slot))
+            .map(|(_, value)| value.clone())
+            .collect();
+        tail.add_secrets(secrets.iter().map(String::as_str));
+        let command = stdio::command(stdio_spec, credentials)
+            .map_err(|reason| SourceError::Start { namespace: namespace.to_owned(), reason })?;
+        let (transport, process) =
+            stdio::spawn(command, tail.clone(), tap.clone()).await.map_err(|e| SourceError::Start {
+                namespace: namespace.to_owned(),
+                reason: format!("could not run `{}`: {e}", spec_command(spec)),
+            })?;
+        let started = tokio::time::timeout(timeout, client_config().serve(transport)).await;
+        // Once the client gave up it dropped the server's stdin, and the server may exit
+        // because of that: only an exit that caused the failure is reported.
+        let failure = match started {
+            Ok(Ok(service)) => {
+                return Ok(Connection {
+                    service,
+                    tap,
+                    process: Some(process),
+                    tail: Some(tail),
+                    fingerprint,
+                    secrets,
+                });
+            }
+            Ok(Err(ClientInitializeError::ConnectionClosed(_))) => {
+                // The server closed stdout: give it a moment so its exit status is known.
+                let exit = process.wait_exit(Duration::from_millis(500)).await;
+                StartFailure { error: Some("it closed its stdout".to_owned()), exit, timed_out: false }
+            }
+            Ok(Err(error)) => {
+                StartFailure { error: Some(error.to_string()), exit: process.exited(), timed_out: false }
+            }
+            Err(_) => StartFailure { error: None, exit: process.exited(), timed_out: true },
+        };
+        process.kill();
+        // Let the stderr pump catch up with the server's last words.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Err(explain_start_failure(namespace, &process, &tail, &secrets, failure, timeout))
+    }
+
+    /// Connects to a streamable HTTP endpoint and runs `initialize` there.
+    async fn start_http(
+        namespace: &str,
+        url: &str,
+        header_slots: &[HeaderSlot],
+        credentials: &Credentials,
+        timeout: Duration,
+        fingerprint: [u8; 32],
+    ) -> Result<Connection, SourceError> {
+        let config_error = |reason: String| SourceError::Config { namespace: namespace.to_owned(), reason };
+        let tap = RawTap::default();
+        let url = http::check_url(url).map_err(config_error)?;
+        let headers = http::credential_headers(header_slots, credentials).map_err(config_error)?;
+        let secrets: Vec<String> = credentials.values.iter().map(|(_, value)| value.clone()).collect();
+        let client = TapClient { http: http::client(timeout).map_err(config_error)?, tap: tap.clone() };
+        let mut config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url.as_str(),
+            );
+        config.custom_headers = headers;
+        let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+        match tokio::time::timeout(timeout, client_config().serve(transport)).await {
+            Ok(Ok(service)) => {
+                Ok(Connection { service, tap, process: None, tail: None, fingerprint, secrets })
+            }
+            Ok(Err(error)) => Err(SourceError::Start {
+                namespace: namespace.to_owned(),
+                reason: format!("`initialize` at {url} failed: {}", scrub(&error.to_string(), &secrets)),
+            }),
+            Err(_) => Err(SourceError::Timeout {
+                namespace: namespace.to_owned(),
+                method: "initialize".to_owned(),
+                ms: millis(timeout),
+            }),
         }
     }
 
@@ -253,6 +242,55 @@ fn client_config() -> ClientConfig {
         ClientCapabilities::default(),
         Implementation::new("capabilities", env!("CARGO_PKG_VERSION")),
     )
+}
+
+/// How a stdio server's start ended, when it did not answer `initialize`.
+struct StartFailure {
+    /// What the client saw, if anything.
+    error: Option<String>,
+    /// The server's exit status, if it exited.
+    exit: Option<String>,
+    timed_out: bool,
+}
+
+/// The reason a stdio server did not start, once it was killed: text it wrote on stdout that is
+/// not MCP, its exit, the error `initialize` ended with, or else the timeout; with its last
+/// stderr line when there is one.
+fn explain_start_failure(
+    namespace: &str,
+    process: &ServerProcess,
+    tail: &StderrTail,
+    secrets: &[String],
+    failure: StartFailure,
+    timeout: Duration,
+) -> SourceError {
+    let StartFailure { error, exit, timed_out } = failure;
+    let noise = process.noise().map(|(first, lines)| (scrub(&first, secrets), lines));
+    let last_words =
+        tail.last_line().map(|line| format!("; its last stderr line: {line}")).unwrap_or_default();
+    if let Some((first, lines)) = noise {
+        let more = if lines > 1 { format!(" (and {} more such lines)", lines - 1) } else { String::new() };
+        return SourceError::Protocol {
+            namespace: namespace.to_owned(),
+            reason: format!(
+                "it wrote `{first}` to stdout{more}; a stdio server may write only MCP messages there{last_words}"
+            ),
+        };
+    }
+    let reason = match (exit, error) {
+        (Some(status), _) if !timed_out => {
+            format!("it exited ({status}) before answering `initialize`{last_words}")
+        }
+        (_, Some(error)) => format!("`initialize` failed: {}{last_words}", scrub(&error, secrets)),
+        _ => {
+            return SourceError::Timeout {
+                namespace: namespace.to_owned(),
+                method: "initialize".to_owned(),
+                ms: millis(timeout),
+            };
+        }
+    };
+    SourceError::Start { namespace: namespace.to_owned(), reason }
 }
 
 fn describe_end_of(process: Option<&ServerProcess>) -> String {

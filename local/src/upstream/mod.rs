@@ -3,7 +3,8 @@
 //! A [`SourceSpec`] says how to reach one source: a local command spoken to over stdio, or a
 //! streamable HTTP endpoint. The [`SourcePool`] starts each source lazily, keeps one connection
 //! per (namespace, connection name), lists tools exactly as the source sent them and makes tool
-//! calls with a per-call timeout.
+//! calls with a per-call timeout. [`PooledUpstream`] is the port itself: it drives the pool's
+//! calls on the runtime the connections live on.
 //!
 //! Credentials reach a source only as it starts (stdio: environment variables named by
 //! `env_slots`) or on each request to the reviewed URL's origin (HTTP: headers named by
@@ -18,6 +19,7 @@
 mod connection;
 mod http;
 mod pool;
+mod pooled;
 mod spawner;
 mod stderr;
 mod stdio;
@@ -28,6 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use pool::{HealthState, PoolOptions, SourceHealth, SourcePool};
+pub use pooled::PooledUpstream;
 
 /// How to reach one source. Stored as JSON, one file per namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capabilities_core::ports::{BoxFuture, Credentials, Upstream, UpstreamError, UpstreamRequest};
+use capabilities_core::ports::Credentials;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ListToolsRequest, PaginatedRequestParams,
 };
@@ -63,8 +63,9 @@ pub enum HealthState {
     Failed { reason: String },
 }
 
-/// MCP sources behind the core's `Upstream` port. Cheap to clone; the servers are killed when
-/// the last clone drops, when their source is removed, or on [`SourcePool::shutdown`].
+/// MCP sources, behind the core's `Upstream` port through [`PooledUpstream`](super::PooledUpstream).
+/// Cheap to clone; the servers are killed when the last clone drops, when their source is
+/// removed, or on [`SourcePool::shutdown`].
 #[derive(Clone)]
 pub struct SourcePool {
     inner: Arc<Inner>,
@@ -326,23 +327,6 @@ impl SourcePool {
                 Err(error)
             }
         }
-    }
-}
-
-impl Upstream for SourcePool {
-    fn call<'a>(&'a self, request: UpstreamRequest<'a>) -> BoxFuture<'a, Result<Value, UpstreamError>> {
-        Box::pin(async move {
-            let timeout = Duration::from_millis(request.timeout_ms);
-            self.call_tool(
-                request.namespace.as_str(),
-                request.tool,
-                request.arguments,
-                request.credentials,
-                timeout,
-            )
-            .await
-            .map_err(UpstreamError::from)
-        })
     }
 }
 

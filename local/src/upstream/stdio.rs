@@ -171,7 +171,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// Linux: the supervisor gets SIGTERM when the spawner thread (so the hub) dies.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "pre_exec runs a closure in the forked child; see the SAFETY note")]
 fn arm_parent_death_signal(command: &mut Command) {
     let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec. It only makes the `prctl` and

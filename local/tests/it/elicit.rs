@@ -224,9 +224,10 @@ fn the_key_file_and_nonces_stay_in_the_hub_home() {
 /// records nothing; the state the hub signed for the call records once.
 #[test]
 fn only_a_fresh_state_signed_for_the_call_records() {
+    use capabilities::platform::now_ms;
     use capabilities::recorder;
     use capabilities::serve::approvals::{self, ApprovalKey, KeyFile, StateError};
-    use capabilities::store::{Store, now_ms};
+    use capabilities::store::Store;
     use capabilities_core::approval::{Channel, Choice, PendingCall};
 
     let hub = Hub::new();

@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use capabilities::upstream::{
-    HeaderSlot, HealthState, PoolOptions, SourceError, SourcePool, SourceSpec, SourceTransport,
+    HeaderSlot, HealthState, PoolOptions, PooledUpstream, SourceError, SourcePool, SourceSpec,
+    SourceTransport,
 };
 use capabilities_core::address::Namespace;
 use capabilities_core::ports::{Credentials, Upstream, UpstreamError, UpstreamRequest};
@@ -191,6 +192,7 @@ async fn a_call_that_outlives_its_timeout_fails_and_the_source_keeps_working() {
 async fn the_port_maps_timeouts_and_returns_raw_results() {
     let pool = pool();
     pool.register(fixture("fixture", &[]));
+    let upstream = PooledUpstream::new(pool.clone(), tokio::runtime::Handle::current());
     let namespace = Namespace::new("fixture").unwrap();
     let credentials = none();
     let request = |tool, arguments, timeout_ms| UpstreamRequest {
@@ -202,13 +204,13 @@ async fn the_port_maps_timeouts_and_returns_raw_results() {
     };
     let fast = json!({"ms": 0});
     let slow = json!({"ms": 5_000});
-    let result = Upstream::call(&pool, request("sleep", &fast, 10_000)).await.unwrap();
+    let result = Upstream::call(&upstream, request("sleep", &fast, 10_000)).await.unwrap();
     expect![[r#"{"content":[{"type":"text","text":"\"slept\""}]}"#]].assert_eq(&result.to_string());
-    let timed_out = Upstream::call(&pool, request("sleep", &slow, 300)).await.unwrap_err();
+    let timed_out = Upstream::call(&upstream, request("sleep", &slow, 300)).await.unwrap_err();
     assert_eq!(timed_out, UpstreamError::Timeout(300));
     let unknown = Namespace::new("nowhere").unwrap();
     let missing = Upstream::call(
-        &pool,
+        &upstream,
         UpstreamRequest {
             namespace: &unknown,
             tool: "x",

@@ -15,21 +15,21 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-/// Which example server to run.
+/// Which demo server to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Example {
+pub enum DemoServer {
     Tracker,
     Chat,
 }
 
-/// Serves `example` on stdin and stdout until the client closes stdin.
-pub fn serve(example: Example) -> Result<()> {
+/// Serves `which` on stdin and stdout until the client closes stdin.
+pub fn serve(which: DemoServer) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the example server's runtime")?;
     runtime.block_on(async {
-        let server = ExampleServer { example, posted: Arc::new(Mutex::new(Vec::new())) };
+        let server = DemoHandler { which, posted: Arc::new(Mutex::new(Vec::new())) };
         let service =
             server.serve(rmcp::transport::stdio_pipes()).await.context("starting the example server")?;
         service.waiting().await.context("serving the example")?;
@@ -38,8 +38,8 @@ pub fn serve(example: Example) -> Result<()> {
 }
 
 #[derive(Clone)]
-struct ExampleServer {
-    example: Example,
+struct DemoHandler {
+    which: DemoServer,
     posted: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -70,9 +70,9 @@ fn read_only(tool: Tool) -> Tool {
     tool.with_annotations(ToolAnnotations::new().read_only(true).idempotent(true).open_world(false))
 }
 
-fn tools(example: Example) -> Vec<Tool> {
-    match example {
-        Example::Tracker => vec![
+fn tools(which: DemoServer) -> Vec<Tool> {
+    match which {
+        DemoServer::Tracker => vec![
             read_only(Tool::new(
                 "list_issues",
                 "List issues, optionally filtered by state and label. Returns id, title, state, label and priority (1 is most urgent).",
@@ -94,7 +94,7 @@ fn tools(example: Example) -> Vec<Tool> {
                 })),
             )),
         ],
-        Example::Chat => vec![
+        DemoServer::Chat => vec![
             read_only(Tool::new(
                 "list_channels",
                 "List the chat channels.",
@@ -117,10 +117,10 @@ fn tools(example: Example) -> Vec<Tool> {
     }
 }
 
-impl ExampleServer {
+impl DemoHandler {
     fn call(&self, name: &str, args: &Map<String, Value>) -> Result<Value, String> {
-        match (self.example, name) {
-            (Example::Tracker, "list_issues") => {
+        match (self.which, name) {
+            (DemoServer::Tracker, "list_issues") => {
                 let state = args.get("state").and_then(Value::as_str);
                 let label = args.get("label").and_then(Value::as_str);
                 let issues: Vec<Value> = ISSUES
@@ -132,7 +132,7 @@ impl ExampleServer {
                     .collect();
                 Ok(json!({ "issues": issues }))
             }
-            (Example::Tracker, "get_issue") => {
+            (DemoServer::Tracker, "get_issue") => {
                 let id = args.get("id").and_then(Value::as_u64).ok_or("`id` must be an issue number")?;
                 ISSUES
                     .iter()
@@ -142,10 +142,10 @@ impl ExampleServer {
                     })
                     .ok_or_else(|| format!("there is no issue {id}"))
             }
-            (Example::Chat, "list_channels") => Ok(json!({
+            (DemoServer::Chat, "list_channels") => Ok(json!({
                 "channels": CHANNELS.iter().map(|(name, topic)| json!({ "name": name, "topic": topic })).collect::<Vec<_>>()
             })),
-            (Example::Chat, "post_message") => {
+            (DemoServer::Chat, "post_message") => {
                 let channel = args.get("channel").and_then(Value::as_str).ok_or("`channel` is required")?;
                 let text = args.get("text").and_then(Value::as_str).ok_or("`text` is required")?;
                 if !CHANNELS.iter().any(|(name, _)| *name == channel) {
@@ -161,11 +161,11 @@ impl ExampleServer {
     }
 }
 
-impl ServerHandler for ExampleServer {
+impl ServerHandler for DemoHandler {
     fn get_info(&self) -> ServerConfig {
-        let name = match self.example {
-            Example::Tracker => "example-tracker",
-            Example::Chat => "example-chat",
+        let name = match self.which {
+            DemoServer::Tracker => "example-tracker",
+            DemoServer::Chat => "example-chat",
         };
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")))
@@ -176,7 +176,7 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools(self.example)))
+        Ok(ListToolsResult::with_all_items(tools(self.which)))
     }
 
     async fn call_tool(
