@@ -8,18 +8,19 @@
 
 use std::cell::OnceCell;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use capabilities_core::limits::Limits;
-use capabilities_core::policy::CompiledPolicy;
+use capabilities_core::record::call_summaries;
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
+use capabilities_core::wording::HostWords;
 
+use crate::cancel::Watched;
 use crate::config::{HubConfig, POLICY};
 use crate::platform::{OsEntropy, SystemClock};
 use crate::secrets::LocalSecrets;
@@ -70,16 +71,15 @@ impl Host {
             warn(problem);
         }
         let catalog = config.catalog();
-        let policy = CompiledPolicy::new(config.policy.clone()).unwrap_or_else(|err| {
-            warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
-            CompiledPolicy::default()
-        });
         let pool = SourcePool::with_sources(
             PoolOptions::default(),
             config.sources.iter().map(|(s, _, _)| s.spec.clone()),
         );
         let limits = Limits::DEFAULT;
-        let surface = Surface::new(catalog, policy, limits);
+        let (surface, invalid) = Surface::from_config(catalog, config.policy.clone(), limits, words());
+        if let Some(err) = invalid {
+            warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
+        }
         let sources_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("capabilities-sources")
@@ -125,21 +125,9 @@ impl Host {
         let Some(run) = self.store.load_run_sync(run_id).map_err(|e| anyhow::anyhow!("{e}"))? else {
             return Ok(None);
         };
-        let calls = self
-            .store
-            .read_journal_sync(run_id)
-            .map(|entries| {
-                capabilities_core::run::fold_journal(&entries)
-                    .into_values()
-                    .map(|c| capabilities_core::surface::envelope::CallSummary {
-                        address: c.address,
-                        ok: c.outcome.as_ref().is_some_and(|o| o.is_ok()),
-                        ms: c.ms,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Some(Envelope::from_run(&run, calls, &self.limits, &later(&run.id))))
+        let calls =
+            self.store.read_journal_sync(run_id).map(|entries| call_summaries(&entries)).unwrap_or_default();
+        Ok(Some(Envelope::from_run(&run, calls, &self.limits, &self.surface.words)))
     }
 
     fn with_engine(&self, op: Op<'_>) -> Result<Envelope> {
@@ -170,26 +158,29 @@ impl Host {
         op: Op<'_>,
     ) -> Result<Envelope> {
         let secrets = LocalSecrets::new(&self.config, &self.store);
+        // A person may cancel a running attempt from another process (`hub cancel`).
+        let sandbox = Watched::new(sandbox, self.store.root());
         let engine = Engine {
             catalog: &self.surface.catalog,
             policy: &self.surface.policy,
             lookup: &self.surface,
-            sandbox,
+            sandbox: &sandbox,
             upstream: &self.upstream,
             secrets: &secrets,
             store: &self.store,
             clock: &SystemClock,
             entropy: &OsEntropy,
             limits: self.limits,
-            decide_later: &later,
+            words: &self.surface.words,
         };
-        Ok(runtime.block_on(async {
+        let report = runtime.block_on(async {
             match op {
                 Op::Execute(code) => engine.execute(code).await,
                 Op::Resume(id) => engine.resume(id).await,
                 Op::Cancel(id) => engine.cancel(id).await,
             }
-        }))
+        });
+        Ok(Envelope::render(report, &self.limits, &self.surface.words))
     }
 }
 
@@ -208,11 +199,8 @@ thread_local! {
 fn new_sandbox() -> QuickJs {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
-    QuickJs::with_cancel(
-        ComputeMeter::clock(move || epoch.elapsed().as_micros() as u64),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .free_spent_later()
+    QuickJs::with_cancel(ComputeMeter::clock(move || epoch.elapsed().as_micros() as u64), Default::default())
+        .free_spent_later()
 }
 
 /// Work for a thread that has just handed over a run's answer: it frees the runtime of the
@@ -229,10 +217,21 @@ pub fn after_answer() {
     });
 }
 
+/// How the local hub names where a person acts: its CLI commands.
+pub fn words() -> HostWords {
+    HostWords {
+        decide: "`capabilities hub approve {run}`".to_owned(),
+        auth: "`capabilities hub auth`".to_owned(),
+        auth_connection: "`capabilities hub auth {namespace} --connection {connection}`".to_owned(),
+        diagnose: "`capabilities hub doctor`".to_owned(),
+        add_source: "`capabilities hub add`".to_owned(),
+    }
+}
+
 /// Where a person decides on run `run_id` once no prompt is open: the engine's wording for a
 /// waiting run, repeated by the prompts that ask in the client.
 pub fn later(run_id: &str) -> String {
-    format!("`capabilities hub approve {run_id}`")
+    words().decide(run_id)
 }
 
 /// What to do with the engine.

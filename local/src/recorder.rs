@@ -3,12 +3,11 @@
 //! each naming its [`Channel`]; nothing the model can reach calls it with an answer of its own.
 
 use anyhow::{Context, Result, anyhow, bail};
-use capabilities_core::address::ToolAddress;
-use capabilities_core::approval::{AlwaysRule, Channel, Choice, PendingCall, all_decided, record_decision};
-use capabilities_core::policy::{Policy, Rule};
-use capabilities_core::run::RunStatus;
+use capabilities_core::approval::{AlwaysRule, Channel, Choice, PendingCall, record_all};
+use capabilities_core::policy::AllowAlwaysError;
+use capabilities_core::record::RunStatus;
 
-use crate::config::{POLICY, load_policy, save_policy};
+use crate::config::{self, POLICY};
 use crate::platform::now_ms;
 use crate::store::{Store, write_atomic};
 
@@ -42,7 +41,7 @@ pub fn record_checked(
     channel: Channel,
     check: impl FnOnce() -> Result<()>,
 ) -> Result<Recorded> {
-    let (recorded, rules) = {
+    let recorded = {
         let _lock = store.lock(run_id).map_err(|e| anyhow!("{e}"))?;
         let Some(mut run) = store.load_run_sync(run_id).map_err(|e| anyhow!("{e}"))? else {
             bail!("there is no run `{run_id}`; `capabilities hub runs` lists the runs kept");
@@ -51,48 +50,32 @@ pub fn record_checked(
             bail!("run `{run_id}` waits for nothing now; `capabilities hub runs show {run_id}` shows it");
         }
         check()?;
-        let now = now_ms();
-        let mut decided = Vec::new();
-        let mut rules: Vec<(AlwaysRule, Option<String>)> = Vec::new();
-        for (pending_id, choice) in decisions {
-            let rule = record_decision(&mut run, pending_id, *choice, channel, now).map_err(|err| {
-                anyhow!("{err}; `capabilities hub runs show {run_id}` shows what the run waits for")
-            })?;
-            let pending = run
-                .pending
-                .iter()
-                .find(|p| &p.id == pending_id)
-                .cloned()
-                .context("a recorded call is one the run waits for")?;
-            if let Some(rule) = rule {
-                rules.push((rule, pending.connection.clone()));
-            }
-            decided.push((pending, *choice));
-        }
+        let recorded = record_all(&mut run, decisions, channel, now_ms()).map_err(|err| {
+            anyhow!("{err}; `capabilities hub runs show {run_id}` shows what the run waits for")
+        })?;
         // The run's lock is held, so write the file directly (`save_run_sync` would take the
         // same lock again).
         let bytes = serde_json::to_vec_pretty(&run)?;
         write_atomic(&store.root().join("runs").join(format!("{}.json", run.id)), &bytes)
             .with_context(|| format!("saving run `{}`", run.id))?;
-        (Recorded { decided, all_decided: all_decided(&run) }, rules)
+        recorded
     };
-    for (rule, connection) in rules {
-        persist_always(store, &rule, connection)?;
+    for rule in &recorded.rules {
+        persist_always(store, rule)?;
     }
-    Ok(recorded)
+    Ok(Recorded { decided: recorded.decided, all_decided: recorded.all_decided })
 }
 
 /// "Always allow": a rule pinned to the contract the person saw, and that contract marked
 /// reviewed.
-fn persist_always(store: &Store, rule: &AlwaysRule, connection: Option<String>) -> Result<()> {
-    let address = ToolAddress::parse(&rule.address)
-        .map_err(|e| anyhow!("the run names tool `{}` that is not an address: {e}", rule.address))?;
+fn persist_always(store: &Store, rule: &AlwaysRule) -> Result<()> {
     let _lock = store.lock("policy").map_err(|e| anyhow!("{e}"))?;
-    let mut state = load_policy(store)?;
-    let mut policy = Policy::new(std::mem::take(&mut state.rules))
-        .with_context(|| format!("{POLICY} is invalid; fix it, then decide again"))?;
-    policy.set(Rule::always_allow(address, connection, rule.contract))?;
-    state.rules = policy.rules().to_vec();
-    state.pin(rule.address.clone(), rule.contract);
-    save_policy(store, &state)
+    let mut state = config::load_policy(store)?;
+    state.allow_always(&rule.address, rule.connection.clone(), rule.contract).map_err(|err| match err {
+        AllowAlwaysError::Invalid(err) => {
+            anyhow!(err).context(format!("{POLICY} is invalid; fix it, then decide again"))
+        }
+        other => anyhow!("{other}"),
+    })?;
+    config::save_policy(store, &state)
 }

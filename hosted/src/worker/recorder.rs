@@ -9,7 +9,7 @@
 use capabilities_core::address::ToolAddress;
 use capabilities_core::approval::{Channel, Choice, PendingCall, all_decided, record_decision};
 use capabilities_core::policy::{Policy, Rule};
-use capabilities_core::run::RunStatus;
+use capabilities_core::record::RunStatus;
 
 use super::store::SqlStore;
 

@@ -6,7 +6,7 @@
 
 use capabilities_core::policy::PolicyState;
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
-use capabilities_core::run::{JournalEntry, RunRecord};
+use capabilities_core::record::{JournalEntry, RunRecord};
 use serde::Deserialize;
 use worker::{SqlStorageValue, Storage};
 

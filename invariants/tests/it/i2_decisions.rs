@@ -130,7 +130,8 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// The recording function has exactly one caller per hub in every crate's sources: its recorder.
+/// One function records a decision, `record_decision`, and only core's `record_all` calls it;
+/// `record_all` has exactly one caller per hub in every crate's sources: its recorder.
 #[test]
 fn only_the_recorder_module_records() {
     let root = repo();
@@ -139,24 +140,31 @@ fn only_the_recorder_module_records() {
         rust_files(&root.join(krate).join("src"), &mut files);
     }
     assert!(files.len() > 20, "the walk found the sources");
-    let mut callers = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if code.contains("record_decision")
-                && !code.contains("fn record_decision")
-                && !code.contains("use ")
-            {
-                callers.push(format!("{}:{}", file.strip_prefix(&root).unwrap().display(), i + 1));
+    let callers = |name: &str| {
+        let mut callers = Vec::new();
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains(&format!("{name}("))
+                    && !code.contains(&format!("fn {name}("))
+                    && !code.contains("use ")
+                {
+                    callers.push(format!("{}:{}", file.strip_prefix(&root).unwrap().display(), i + 1));
+                }
             }
         }
-    }
+        callers.sort();
+        callers
+    };
+    let records = callers("record_decision");
+    assert_eq!(records.len(), 1, "record_decision is called by record_all alone: {records:?}");
+    assert!(records[0].starts_with("core/src/approval/mod.rs:"), "{records:?}");
     // One recorder per hub: the local one and the hosted Worker's, added here deliberately.
-    callers.sort();
-    assert_eq!(callers.len(), 2, "record_decision has one caller per hub: {callers:?}");
-    assert!(callers[0].starts_with("hosted/src/worker/recorder.rs:"), "{callers:?}");
-    assert!(callers[1].starts_with("local/src/recorder.rs:"), "{callers:?}");
+    let recorders = callers("record_all");
+    assert_eq!(recorders.len(), 2, "record_all has one caller per hub: {recorders:?}");
+    assert!(recorders[0].starts_with("hosted/src/worker/recorder.rs:"), "{recorders:?}");
+    assert!(recorders[1].starts_with("local/src/recorder.rs:"), "{recorders:?}");
 }
 
 /// A real prompt's signed state, replayed: in a later call's `_meta`, and in answers to prompts

@@ -5,8 +5,8 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use capabilities_core::approval::{Channel, Choice, PendingCall, PendingKind};
-use capabilities_core::run::RunStatus;
+use capabilities_core::approval::{Channel, Choice, PendingCall};
+use capabilities_core::record::RunStatus;
 use clap::Args;
 
 use super::exec::{exit_for, print_envelope};
@@ -61,14 +61,8 @@ pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
             run.id
         );
     }
-    let open: Vec<PendingCall> = run
-        .pending
-        .iter()
-        .filter(|p| p.kind == PendingKind::Approval)
-        .filter(|p| !run.decisions.iter().any(|d| d.pending_id == p.id))
-        .filter(|p| args.pending.as_deref().is_none_or(|id| id == p.id))
-        .cloned()
-        .collect();
+    let open: Vec<PendingCall> =
+        run.undecided().filter(|p| args.pending.as_deref().is_none_or(|id| id == p.id)).cloned().collect();
     if open.is_empty() {
         match &args.pending {
             Some(id) => bail!(

@@ -16,6 +16,7 @@ use capabilities_core::approval::{Channel, Choice};
 use capabilities_core::limits::Limits;
 use capabilities_core::ports::Credentials;
 use capabilities_core::surface::envelope::Envelope;
+use capabilities_core::surface::envelope::EnvelopeStatus;
 use capabilities_core::tokens;
 use clap::Args;
 use serde_json::json;
@@ -123,13 +124,13 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
     say(CODE)?;
     let envelope = host.execute(CODE)?;
     read.push(("execute", tokens::count(CODE) + envelope_tokens(&envelope)));
-    let envelope = if envelope.status == "awaiting_approval" {
+    let envelope = if envelope.status == EnvelopeStatus::AwaitingApproval {
         say(&format!("\nthe run paused: {}", envelope.to_line()))?;
         let Some(run) = store.load_run_sync(&envelope.run_id).map_err(|e| anyhow::anyhow!("{e}"))? else {
             bail!("the paused run `{}` is missing from the demo's store", envelope.run_id);
         };
         let mut decisions = Vec::new();
-        for pending in run.pending.iter().filter(|p| !run.decisions.iter().any(|d| d.pending_id == p.id)) {
+        for pending in run.undecided() {
             say(&format!(
                 "\n{} wants to run with:\n{}\nwhy it asks: {}",
                 pending.address, pending.preview, pending.reason

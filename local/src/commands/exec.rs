@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use capabilities_core::surface::envelope::Envelope;
+use capabilities_core::surface::envelope::EnvelopeStatus;
 use clap::Args;
 
 use super::print_stdout;
@@ -41,8 +42,8 @@ pub fn run(settings: &Settings, args: ExecArgs) -> Result<ExitCode> {
 /// The exit code a run's status maps to.
 pub fn exit_for(envelope: &Envelope) -> Exit {
     match envelope.status {
-        "completed" => Exit::Ok,
-        "awaiting_approval" | "awaiting_connection" => Exit::AwaitingInput,
+        EnvelopeStatus::Completed => Exit::Ok,
+        EnvelopeStatus::AwaitingApproval | EnvelopeStatus::AwaitingConnection => Exit::AwaitingInput,
         _ => Exit::RunFailed,
     }
 }

@@ -116,11 +116,7 @@ impl Notifier for ApprovalPages {
         })
         .await;
         let pending: Vec<PendingCall> = match run {
-            Ok(Ok(Some(run))) => run
-                .pending
-                .into_iter()
-                .filter(|p| !run.decisions.iter().any(|d| d.pending_id == p.id))
-                .collect(),
+            Ok(Ok(Some(run))) => run.undecided().cloned().collect(),
             _ => return format!("could not read the run to open its approval page; {fallback}"),
         };
         match self.open_pages(run_id, &pending).await {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use capabilities_core::approval::{Channel, Choice};
-use capabilities_core::run::RunStatus;
+use capabilities_core::record::RunStatus;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};

@@ -122,7 +122,7 @@ pub fn consume_nonce(store: &Store, claims: &Claims) -> Result<()> {
 /// The elicitation request for `pending` of run `run_id`, carrying `state`; the prompt closes
 /// at `closes_ms`. The form is the core's, read into rmcp's type.
 pub fn request(run_id: &str, pending: &PendingCall, state: &str, closes_ms: u64) -> ElicitRequestParams {
-    let form = state::form(run_id, pending, state, closes_ms, &later(run_id));
+    let form = capabilities_core::surface::approval::form(run_id, pending, state, closes_ms, &later(run_id));
     serde_json::from_value(form).unwrap_or_else(|err| {
         // The form is fixed JSON that rmcp reads (a test holds it); should that ever break, ask
         // with the message alone rather than not at all.
@@ -272,7 +272,8 @@ pub(crate) mod tests {
             let theirs =
                 serde_json::to_string(&built_with_rmcp(RUN, &call, "v1.state", closes)).expect("serializes");
             assert_eq!(ours, theirs);
-            let core = state::form(RUN, &call, "v1.state", closes, &later(RUN));
+            let core =
+                capabilities_core::surface::approval::form(RUN, &call, "v1.state", closes, &later(RUN));
             assert_eq!(serde_json::from_str::<serde_json::Value>(&ours).expect("json"), core);
         }
     }

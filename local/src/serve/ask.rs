@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use capabilities_core::approval::Channel;
 use capabilities_core::surface::envelope::Envelope;
+use capabilities_core::surface::envelope::EnvelopeStatus;
 use rmcp::model::{
     CallToolResponse, ElicitRequestParams, ElicitResult, InputResponses, ProgressNotificationParam,
     ProgressToken,
@@ -35,7 +36,7 @@ impl HubServer {
     /// A waiting run's envelope for a client that cannot ask the person: the hub asks on its
     /// own page instead, and says so.
     pub(super) async fn tell_person(&self, mut envelope: Envelope) -> Envelope {
-        if envelope.status == "awaiting_approval" {
+        if envelope.status == EnvelopeStatus::AwaitingApproval {
             envelope.notices.push(self.pages.notify(&envelope.run_id).await);
         }
         envelope
@@ -73,7 +74,7 @@ impl HubServer {
                 }
             }
         };
-        if envelope.status != "awaiting_approval" {
+        if envelope.status != EnvelopeStatus::AwaitingApproval {
             return envelope_result(&envelope).into();
         }
         let server = self.clone();
@@ -115,10 +116,8 @@ impl HubServer {
                 // The recorder refuses a run that waits for nothing and a call it does not wait
                 // for; the state must also name the call's place in the run.
                 let run = store.load_run_sync(&retry.run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
-                let pending = run.and_then(|run| run.pending.into_iter().find(|p| p.id == claims.pending_id));
-                if pending.is_some_and(|p| p.seq != claims.seq) {
-                    anyhow::bail!("{}", approvals::StateError::Mismatch);
-                }
+                capabilities_core::approval::rounds::check_claims(run.as_ref(), claims)
+                    .map_err(|err| anyhow::anyhow!("{err}"))?;
                 let decision = vec![(claims.pending_id.clone(), answered.choice)];
                 recorder::record_checked(store, &retry.run_id, &decision, Channel::Elicitation, || {
                     approvals::consume_nonce(store, claims)
@@ -143,7 +142,7 @@ impl HubServer {
     /// A dismissed prompt or a failed request leaves the call pending.
     pub(super) async fn ask_person(&self, peer: &Prompter<'_>, mut envelope: Envelope) -> Envelope {
         for _ in 0..MAX_PROMPT_ROUNDS {
-            if envelope.status != "awaiting_approval" {
+            if envelope.status != EnvelopeStatus::AwaitingApproval {
                 break;
             }
             let round = match self.ask_round(peer, &envelope.run_id).await {

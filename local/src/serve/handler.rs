@@ -10,6 +10,7 @@ use anyhow::Result;
 use capabilities_core::limits::Limits;
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
+use capabilities_core::surface::envelope::EnvelopeStatus;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
@@ -96,7 +97,9 @@ impl HubServer {
         match on_own_thread(move || answer(&*server.host()?, request)).await {
             Ok(Answered::Text(result)) => result,
             Ok(Answered::Run(envelope)) => match context {
-                Some(context) if envelope.status == "awaiting_approval" && can_ask(&context.peer) => {
+                Some(context)
+                    if envelope.status == EnvelopeStatus::AwaitingApproval && can_ask(&context.peer) =>
+                {
                     envelope_result(&self.ask_person(&Prompter::new(context), envelope).await)
                 }
                 _ => envelope_result(&self.tell_person(envelope).await),
@@ -208,7 +211,7 @@ pub(super) fn error_text(message: impl Into<String>) -> CallToolResult {
 pub fn envelope_result(envelope: &Envelope) -> CallToolResult {
     let mut result = CallToolResult::structured(envelope.to_value());
     result.content = vec![ContentBlock::text(envelope.to_line())];
-    result.is_error = Some(envelope.status == "failed");
+    result.is_error = Some(envelope.status == EnvelopeStatus::Failed);
     result
 }
 
@@ -271,6 +274,7 @@ mod tests {
             Catalog::default(),
             CompiledPolicy::new(PolicyState::default()).unwrap(),
             Limits::DEFAULT,
+            crate::host::words(),
         );
         let got: Vec<String> = [
             ("execute", json!({"code": "const x = 1\nx"})),

@@ -49,7 +49,7 @@ pub fn ask(
 /// The core's round in rmcp's types.
 fn to_rmcp(round: core_rounds::Round) -> anyhow::Result<InputRequiredResult> {
     let mut requests = InputRequests::new();
-    for (id, form) in round.forms {
+    for (id, form) in capabilities_core::surface::approval::forms(&round) {
         let params: ElicitRequestParams = serde_json::from_value(form)?;
         requests.insert(id, InputRequest::Elicitation(ElicitRequest::new(params)));
     }
@@ -119,7 +119,7 @@ mod tests {
             [n; 16]
         });
         let ours = serde_json::to_value(to_rmcp(round.clone()).unwrap()).unwrap();
-        assert_eq!(ours, round.to_value());
+        assert_eq!(ours, capabilities_core::surface::approval::input_required(&round));
     }
 
     #[test]

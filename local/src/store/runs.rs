@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
-use capabilities_core::run::{JournalEntry, RunRecord, RunStatus};
+use capabilities_core::record::{JournalEntry, RunId, RunRecord, RunStatus};
 
 use super::behind::{WriteBehind, failed_write, forget_failure, write_behind};
 use super::{Store, io_error, write_record};
@@ -28,8 +28,8 @@ impl Store {
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
         let path = self.run_path(&run.id)?;
         let lock = self.lock(&run.id)?;
-        let bytes =
-            serde_json::to_vec_pretty(run).map_err(|e| StoreError::Corrupt(run.id.clone(), e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(run)
+            .map_err(|e| StoreError::Corrupt(run.id.to_string(), e.to_string()))?;
         // The journal is created with the record, so one sync of the directory makes both names
         // durable and the first append needs only a sync of its own data.
         let journal = self.journal_path(&run.id)?;
@@ -168,10 +168,11 @@ impl Store {
 
 /// Run ids come from the model on resume: they must never become a path.
 fn check_run_id(id: &str) -> Result<(), StoreError> {
-    let ok = id.len() == 20
-        && id.starts_with("run_")
-        && id[4..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if ok { Ok(()) } else { Err(StoreError::Corrupt("run id".to_owned(), "not a run id".to_owned())) }
+    if RunId::is_valid(id) {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt("run id".to_owned(), "not a run id".to_owned()))
+    }
 }
 
 /// Whether `id` has the shape of a run id (`run_` and 16 hex digits).

@@ -5,7 +5,6 @@ mod demo;
 mod elicit;
 mod harness;
 mod page;
-mod recorder;
 mod secrets;
 mod serve;
 mod serve_http;
