@@ -1,5 +1,6 @@
 //! The integration tests of the `capabilities` crate, one binary with a module per area.
 
+mod cancel;
 mod cli;
 mod demo;
 mod elicit;
