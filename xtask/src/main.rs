@@ -11,7 +11,6 @@ use anyhow::{Context, Result, bail};
 
 mod fuzz;
 mod hosted;
-mod hosted_bench;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 

@@ -1,5 +1,5 @@
-//! `cargo xtask hosted build|dev`: the hosted hub as a Worker bundle workerd can load, and
-//! workerd serving it on loopback.
+//! `cargo xtask hosted build|dev|bench`: the hosted hub as a Worker bundle workerd can load,
+//! workerd serving it on loopback, and (in `bench`) its timing against the local hub.
 //!
 //! `build` compiles `capabilities-hosted` for wasm32 (the `hosted` profile: release, sized for
 //! small), runs `wasm-bindgen` of exactly
@@ -17,6 +17,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::{WASM_TARGET, cargo, ensure_wasm_target, step, target_dir};
+
+mod bench;
 
 const USAGE: &str =
     "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]";
@@ -77,7 +79,7 @@ pub(crate) fn hosted(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("build") => build().map(drop),
         Some("dev") => dev(&args[1..]),
-        Some("bench") => crate::hosted_bench::bench(&args[1..]),
+        Some("bench") => bench::bench(&args[1..]),
         _ => bail!("{USAGE}"),
     }
 }
