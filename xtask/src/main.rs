@@ -11,6 +11,11 @@ use anyhow::{Context, Result, bail};
 
 mod fuzz;
 mod hosted;
+mod setup;
+
+use setup::{
+    ensure_c_toolchain, ensure_nextest, ensure_node_packages, ensure_test_tools, ensure_wasm_target,
+};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
@@ -78,10 +83,11 @@ fn workspace_root() -> PathBuf {
 }
 
 fn test() -> Result<()> {
+    // Everything first, so a fresh machine learns at once what it lacks.
+    ensure_test_tools()?;
+    ensure_node_packages()?;
     step("format", cargo(&["fmt", "--all", "--check"]))?;
     step("clippy", cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
-    ensure_nextest()?;
-    ensure_node_packages()?;
     // hosted/tests drive the Worker bundle in workerd.
     hosted::build()?;
     // The invariant and eval suites drive the real binary: point them at the one nextest builds
@@ -94,14 +100,7 @@ fn test() -> Result<()> {
 
 fn wasm() -> Result<()> {
     ensure_wasm_target()?;
-    for tool in ["clang", "wasm-ld"] {
-        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-        if !found {
-            bail!(
-                "`{tool}` is missing: QuickJS's C code needs clang and lld for wasm32 (apt-get install clang lld)"
-            );
-        }
-    }
+    ensure_c_toolchain()?;
     step(
         "core for wasm32",
         cargo(&["build", "--locked", "-p", "capabilities-core", "--target", WASM_TARGET]),
@@ -179,45 +178,4 @@ fn step(name: &str, mut cmd: Command) -> Result<()> {
     }
     eprintln!("xtask: {name} ok in {secs:.1}s");
     Ok(())
-}
-
-fn ensure_nextest() -> Result<()> {
-    let found =
-        Command::new("cargo").args(["nextest", "--version"]).output().is_ok_and(|o| o.status.success());
-    if found {
-        return Ok(());
-    }
-    eprintln!("xtask: cargo-nextest is missing; installing it from crates.io");
-    step("install cargo-nextest", cargo(&["install", "--locked", "cargo-nextest"]))
-}
-
-/// Tests run real MCP servers and clients from npm, pinned in `node/package-lock.json`.
-fn ensure_node_packages() -> Result<()> {
-    let lock = Path::new("node/package-lock.json");
-    let installed = Path::new("node/node_modules/.package-lock.json");
-    let fresh =
-        match (lock.metadata().and_then(|m| m.modified()), installed.metadata().and_then(|m| m.modified())) {
-            (Ok(lock), Ok(installed)) => installed >= lock,
-            _ => false,
-        };
-    if fresh {
-        return Ok(());
-    }
-    let mut npm = Command::new("npm");
-    npm.args(["ci", "--no-audit", "--no-fund"]).current_dir("node");
-    step("npm ci (test servers and clients)", npm)
-        .context("the tests need Node.js and npm: install them, then run `cd node && npm ci`")
-}
-
-fn ensure_wasm_target() -> Result<()> {
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .context("rustup is needed to add the wasm32 target")?;
-    if String::from_utf8_lossy(&installed.stdout).lines().any(|l| l.trim() == WASM_TARGET) {
-        return Ok(());
-    }
-    let mut add = Command::new("rustup");
-    add.args(["target", "add", WASM_TARGET]);
-    step("add wasm32 target", add)
 }

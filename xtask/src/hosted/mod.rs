@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{WASM_TARGET, cargo, ensure_wasm_target, step, target_dir};
+use crate::setup::{ensure_c_toolchain, ensure_node_packages, ensure_wasm_target};
+use crate::{WASM_TARGET, cargo, step, target_dir};
 
 mod bench;
 
@@ -93,14 +94,7 @@ pub(crate) fn bundle_dir() -> PathBuf {
 pub(crate) fn build() -> Result<PathBuf> {
     let started = Instant::now();
     ensure_wasm_target()?;
-    for tool in ["clang", "wasm-ld"] {
-        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-        if !found {
-            bail!(
-                "`{tool}` is missing: QuickJS's C code needs clang and lld for wasm32 (apt-get install clang lld)"
-            );
-        }
-    }
+    ensure_c_toolchain()?;
     let bindgen = ensure_wasm_bindgen()?;
     step(
         "hosted worker for wasm32",
@@ -201,7 +195,7 @@ fn dev(args: &[String]) -> Result<()> {
 
 /// workerd from the pinned npm packages.
 pub(crate) fn workerd() -> Result<PathBuf> {
-    crate::ensure_node_packages()?;
+    ensure_node_packages()?;
     let path = Path::new("node/node_modules/.bin/workerd");
     if !path.exists() {
         bail!("workerd is missing from node/node_modules: run `cd node && npm ci`");
@@ -236,9 +230,16 @@ fn ensure_wasm_bindgen() -> Result<PathBuf> {
         }
         cmd
     };
-    // The CLI's own lockfile can name a crate the registry no longer serves; then resolve anew.
-    if step(&format!("install wasm-bindgen-cli {version}"), install(true)).is_err() {
+    // The CLI's own lockfile can name a dependency version the registry no longer serves (it
+    // does today): then install it again with its dependencies resolved anew.
+    if step(&format!("install wasm-bindgen-cli {version} (locked)"), install(true)).is_err() {
+        eprintln!(
+            "xtask: the locked install failed (its Cargo.lock names a dependency version this \
+             registry does not serve); installing wasm-bindgen-cli {version} unlocked, which \
+             resolves its dependencies anew"
+        );
         step(&format!("install wasm-bindgen-cli {version} (unlocked)"), install(false))?;
+        eprintln!("xtask: wasm-bindgen-cli {version} installed unlocked in {}", root.display());
     }
     Ok(bin)
 }
