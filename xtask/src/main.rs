@@ -1,7 +1,8 @@
 //! `cargo xtask`: the project's automation, one small binary.
 //!
-//! `cargo xtask test` is what CI runs: formatting, clippy with warnings denied, the whole test
-//! suite under nextest, and the core built for `wasm32-unknown-unknown`.
+//! `cargo xtask test` is what CI runs (`.ci/run` calls only it): it checks what it needs on the
+//! machine and installs what it can (`setup`), then runs formatting, clippy with warnings
+//! denied, the whole test suite under nextest and the core built for `wasm32-unknown-unknown`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -23,28 +24,41 @@ const HELP: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test     fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
-           workspace, core for wasm32
-  bench    run the criterion benchmarks (extra arguments go to cargo bench)
+  test     what CI runs: first checks clang, wasm-ld, D-Bus, gnome-keyring, secret-tool,
+           Chromium, Node.js and npm, the wasm32 target and cargo-nextest (as root with
+           apt-get it installs the missing Debian packages; else it says what to run), then
+           fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
+           whole workspace, core for wasm32 (build and clippy)
+  bench [args]
+           the criterion benchmarks of the workspace (extra arguments go to cargo bench)
   invariants [--long]
-           the invariant suite (I1–I8) against the local and hosted targets (builds the
-           hosted bundle first); --long runs the
-           SIGKILL-and-resume loop over 200 runs per target, then the fuzz smoke
+           the invariant suite (I1-I8, parity, conformance) against the local and hosted hubs
+           (builds the hosted bundle first); --long runs the SIGKILL-and-resume loop over 200
+           runs per target, then the fuzz smoke
   bench-serve [rounds]
-           measure `hub serve --stdio` (release build): start to initialize and tools/list,
-           idle memory, and execute of one call against the same call made directly
+           measure `hub serve --stdio` (release build, 30 rounds unless told): start to
+           initialize and tools/list, idle memory, and execute of one call against the same
+           call made directly
   fuzz [--seconds N]
            build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
            N seconds (default 60); also run by `invariants --long`
-  wasm     build capabilities-core for wasm32-unknown-unknown
-  hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]
-           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
-           (--fixtures: one tenant already holding the eval fixture sources);
-           time execute of `return 1` on it against local `serve --http` (release build)
-  evals [--live] [--hosted]
+  wasm     build and clippy capabilities-core for wasm32-unknown-unknown
+  hosted build
+           build the hosted Worker bundle for workerd into <target>/hosted/bundle
+  hosted dev [--port N] [--dir PATH | --fixtures]
+           serve the bundle with workerd on 127.0.0.1 (port 8787 unless told; storage in
+           PATH, or <target>/hosted/dev-storage; --fixtures: one tenant already holding the
+           eval fixture sources)
+  hosted bench [rounds] [--debug]
+           time execute of `return 1` on the Worker against local `serve --http` (release
+           build unless --debug; 200 rounds unless told), and a new tenant's cold start
+  evals [--live] [--hosted] [args]
            run the scripted eval suite (code mode against direct tools) and write
            evals/results/report.md and report.json; fails when a gate regresses;
-           --hosted runs code mode on the Worker in workerd (report in evals/results/hosted/)
+           --live drives a real model (report in evals/results/live/); --hosted runs code
+           mode on the Worker in workerd (report in evals/results/hosted/); other arguments
+           (--out, --transcripts, --task) go to the evals binary
+  help     this text
 ";
 
 fn main() -> ExitCode {
