@@ -2,7 +2,8 @@
 //!
 //! `cargo xtask test` is what CI runs (`.ci/run` calls only it): it checks what it needs on the
 //! machine and installs what it can (`setup`), then runs formatting, clippy with warnings
-//! denied, the whole test suite under nextest and the core built for `wasm32-unknown-unknown`.
+//! denied, the whole test suite under nextest (the tidy tests in `tidy` included) and the core
+//! built for `wasm32-unknown-unknown`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -13,6 +14,8 @@ use anyhow::{Context, Result, bail};
 mod fuzz;
 mod hosted;
 mod setup;
+#[cfg(test)]
+mod tidy;
 
 use setup::{
     ensure_c_toolchain, ensure_nextest, ensure_node_packages, ensure_test_tools, ensure_wasm_target,
@@ -28,7 +31,7 @@ commands:
            Chromium, Node.js and npm, the wasm32 target and cargo-nextest (as root with
            apt-get it installs the missing Debian packages; else it says what to run), then
            fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
-           whole workspace, core for wasm32 (build and clippy)
+           whole workspace (tidy tests included), core for wasm32 (build and clippy)
   bench [args]
            the criterion benchmarks of the workspace (extra arguments go to cargo bench)
   invariants [--long]
