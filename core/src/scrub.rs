@@ -13,7 +13,8 @@
 //!
 //! [`Scrubber::scrub_json_text`] also knows the forms a JSON encoder writes inside a string
 //! literal: `\"`, `\\`, control escapes, `\/`, `\uXXXX` for non-ASCII (either hex case) and the
-//! HTML-safe `\u003c`-style escapes.
+//! HTML-safe `\u003c`-style escapes. In JSON text it looks inside each string's contents only,
+//! so a match never takes a quote, a comma or a bracket with it.
 //!
 //! Overlapping matches merge: the whole union becomes one `[secret]`, so the longest form always
 //! goes, and so does any shorter one that sticks out of it.
@@ -100,25 +101,72 @@ impl Scrubber {
     pub fn scrub_str<'t>(&self, text: &'t str) -> Cow<'t, str> {
         match self.plain.spans(text.as_bytes(), |_, span| span) {
             None => Cow::Borrowed(text),
-            Some(spans) => Cow::Owned(splice(text, &spans)),
+            Some(spans) => Cow::Owned(splice(text, spans.into_iter().map(|(s, e)| (s, e, MARKER)))),
         }
     }
 
-    /// Replaces every form of every secret in serialised JSON, escaped forms included. A match
-    /// that starts or ends inside an escape sequence grows to cover it, so valid JSON stays valid.
+    /// Replaces every form of every secret in serialised JSON, escaped forms included, so valid
+    /// JSON stays valid:
+    ///
+    /// - inside a string, a match is confined to the string's contents, and one that starts or
+    ///   ends inside an escape sequence grows to cover it;
+    /// - a number whose text holds a secret becomes a string, as in [`Scrubber::scrub_json`];
+    /// - the rest of JSON's syntax (`true`, `false`, `null`, punctuation) is never touched.
+    ///
+    /// Text that is not made of JSON tokens (an unterminated string, a bare word) is scrubbed
+    /// as a whole, escaped forms included.
     pub fn scrub_json_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let grow = |bytes: &[u8], (start, end): (usize, usize)| {
-            let start = escape_around(bytes, start).map_or(start, |(s, _)| s.min(start));
-            let end = end
-                .checked_sub(1)
-                .and_then(|last| escape_around(bytes, last))
-                .map_or(end, |(_, e)| e.max(end));
-            (start, end)
-        };
-        match self.json.spans(text.as_bytes(), grow) {
-            None => Cow::Borrowed(text),
-            Some(spans) => Cow::Owned(splice(text, &spans)),
+        let bytes = text.as_bytes();
+        // Every form of `plain` (numbers) is a form of `json` too.
+        if bytes.len() < self.json.min_len {
+            return Cow::Borrowed(text);
         }
+        match self.json_edits(bytes) {
+            Some(edits) if edits.is_empty() => Cow::Borrowed(text),
+            Some(edits) => Cow::Owned(splice(text, edits)),
+            None => match self.json.spans(bytes, grow_to_escapes) {
+                None => Cow::Borrowed(text),
+                Some(spans) => Cow::Owned(splice(text, spans.into_iter().map(|(s, e)| (s, e, MARKER)))),
+            },
+        }
+    }
+
+    /// The edits that scrub JSON text token by token, in order (empty, without allocating, when
+    /// nothing matched); `None` when the text is not made of JSON tokens.
+    fn json_edits(&self, b: &[u8]) -> Option<Vec<Edit>> {
+        let mut edits = Vec::new();
+        let mut i = 0;
+        while let Some(&byte) = b.get(i) {
+            if is_json_space_or_punctuation(byte) {
+                i += 1;
+            } else if byte == b'"' {
+                let start = i + 1;
+                let end = string_end(b, start)?;
+                let contents = b.get(start..end).unwrap_or_default();
+                if let Some(spans) = self.json.spans(contents, grow_to_escapes) {
+                    edits.extend(spans.into_iter().map(|(s, e)| (start + s, start + e, MARKER)));
+                }
+                i = end + 1;
+            } else {
+                let end = b
+                    .get(i..)
+                    .unwrap_or_default()
+                    .iter()
+                    .position(|&c| c == b'"' || is_json_space_or_punctuation(c))
+                    .map_or(b.len(), |n| i + n);
+                let word = b.get(i..end).unwrap_or_default();
+                if !matches!(word, b"true" | b"false" | b"null") && !is_json_number(word) {
+                    return None;
+                }
+                if let Some(spans) = self.numeric.then(|| self.plain.spans(word, |_, span| span)).flatten() {
+                    edits.push((i, i, "\""));
+                    edits.extend(spans.into_iter().map(|(s, e)| (i + s, i + e, MARKER)));
+                    edits.push((end, end, "\""));
+                }
+                i = end;
+            }
+        }
+        Some(edits)
     }
 
     /// Scrubs every string in a JSON value, object keys included. A number whose text holds a secret
@@ -233,20 +281,55 @@ impl Forms {
     }
 }
 
-/// `text` with each span replaced by the marker. Spans are sorted, disjoint and on character
-/// boundaries (every pattern is valid UTF-8, and escape growth stops at ASCII bytes); should one
-/// not be, the result is still valid UTF-8 and nothing panics.
-fn splice(text: &str, spans: &[(usize, usize)]) -> String {
+/// A byte range of the text and what takes its place (the marker, or a quote put in where the
+/// range is empty).
+type Edit = (usize, usize, &'static str);
+
+/// `text` with each edit made. Edits are sorted, disjoint and on character boundaries (every
+/// pattern is valid UTF-8, escape growth stops at ASCII bytes, and JSON tokens end at ASCII
+/// bytes); should one not be, the result is still valid UTF-8 and nothing panics.
+fn splice(text: &str, edits: impl IntoIterator<Item = Edit>) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(text.len());
     let mut at = 0;
-    for &(start, end) in spans {
+    for (start, end, with) in edits {
         out.extend_from_slice(bytes.get(at..start).unwrap_or_default());
-        out.extend_from_slice(MARKER.as_bytes());
-        at = end;
+        out.extend_from_slice(with.as_bytes());
+        at = at.max(end);
     }
     out.extend_from_slice(bytes.get(at..).unwrap_or_default());
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// A match grown to cover any JSON escape sequence its first or last byte falls in.
+fn grow_to_escapes(bytes: &[u8], (start, end): (usize, usize)) -> (usize, usize) {
+    let start = escape_around(bytes, start).map_or(start, |(s, _)| s.min(start));
+    let end = end.checked_sub(1).and_then(|last| escape_around(bytes, last)).map_or(end, |(_, e)| e.max(end));
+    (start, end)
+}
+
+/// Whitespace and punctuation between JSON tokens.
+fn is_json_space_or_punctuation(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'{' | b'}' | b'[' | b']' | b',' | b':')
+}
+
+/// Where the string whose contents start at `start` ends: the index of its closing quote, or
+/// `None` when it has none.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    loop {
+        match b.get(i)? {
+            b'"' => return Some(i),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+}
+
+/// Whether `word` could be a JSON number: a sign or digit, then digits, signs, `.`, `e`, `E`.
+fn is_json_number(word: &[u8]) -> bool {
+    word.first().is_some_and(|b| b.is_ascii_digit() || *b == b'-')
+        && word.iter().all(|b| b.is_ascii_digit() || b"+-.eE".contains(b))
 }
 
 /// The JSON escape sequence (`\n`, `\\`, `\u00e9`) that covers byte `p`, as a byte range.

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use capabilities_invariants::{ADMIN_TOKEN, Home, Hosted, SourceSpec, Target, Transport};
 use serde_json::{Value, json};
 
-use crate::modes::{SOURCES, rules};
+use crate::fixtures::{SOURCES, rules};
 
 /// A hosted tenant with the five fixture sources and the suite's policy.
 pub struct HostedHub {

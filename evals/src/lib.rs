@@ -2,6 +2,7 @@
 //! (search, describe, execute through the hub) with direct tools (every definition loaded).
 
 pub mod check;
+pub mod fixtures;
 pub mod hosted;
 pub mod live;
 pub mod modes;

@@ -19,8 +19,8 @@ use serde_json::{Map, Value, json};
 /// Protocol versions this endpoint speaks; the first is what a client asking for another gets.
 pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2026-07-28", "2025-06-18"];
 
-/// What answers `tools/call`: the tenant's hub.
-pub trait Hub {
+/// What answers `tools/call`: one tenant's hub, as one request sees it.
+pub trait Tenant {
     /// `search` or `describe`: text, or an error message for the model.
     fn lookup(&self, tool: &str, arguments: &Value) -> Result<String, String>;
     /// `execute`: a new run or a resumed one.
@@ -56,7 +56,7 @@ pub fn asks_inline(params: &Value) -> bool {
 
 /// The answer to one HTTP body: a JSON-RPC response, or `None` for a notification or a
 /// response from the client (HTTP 202, no body).
-pub async fn handle(body: &[u8], hub: &dyn Hub, limits: &Limits) -> Option<Value> {
+pub async fn handle(body: &[u8], tenant: &dyn Tenant, limits: &Limits) -> Option<Value> {
     let message: Value = match serde_json::from_slice(body) {
         Ok(message) => message,
         Err(err) => return Some(error(Value::Null, -32700, &format!("the body is not JSON: {err}"))),
@@ -88,7 +88,7 @@ pub async fn handle(body: &[u8], hub: &dyn Hub, limits: &Limits) -> Option<Value
         "ping" => success(id, json!({})),
         "server/discover" => success(id, discover()),
         "tools/list" => success(id, json!({ "tools": tools::definitions(limits) })),
-        "tools/call" => match call(&params, hub, limits).await {
+        "tools/call" => match call(&params, tenant, limits).await {
             Ok(result) => success(id, result),
             Err(message) => error(id, -32602, &message),
         },
@@ -122,7 +122,7 @@ fn discover() -> Value {
     })
 }
 
-async fn call(params: &Value, hub: &dyn Hub, limits: &Limits) -> Result<Value, String> {
+async fn call(params: &Value, tenant: &dyn Tenant, limits: &Limits) -> Result<Value, String> {
     let name = params.get("name").and_then(Value::as_str).ok_or("tools/call needs `name`")?;
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => json!({}),
@@ -130,13 +130,13 @@ async fn call(params: &Value, hub: &dyn Hub, limits: &Limits) -> Result<Value, S
         Some(_) => return Err("`arguments` must be an object".to_owned()),
     };
     Ok(match name {
-        tools::SEARCH | tools::DESCRIBE => match hub.lookup(name, &arguments) {
+        tools::SEARCH | tools::DESCRIBE => match tenant.lookup(name, &arguments) {
             Ok(text) => text_result(text, false),
             Err(message) => text_result(message, true),
         },
-        tools::EXECUTE if asks_inline(params) => inline(&arguments, params, hub, limits).await,
+        tools::EXECUTE if asks_inline(params) => inline(&arguments, params, tenant, limits).await,
         tools::EXECUTE => match tools::parse_execute(&arguments, limits) {
-            Ok(request) => envelope_result(&hub.execute(request).await),
+            Ok(request) => envelope_result(&tenant.execute(request).await),
             Err(message) => text_result(message, true),
         },
         other => text_result(
@@ -149,13 +149,13 @@ async fn call(params: &Value, hub: &dyn Hub, limits: &Limits) -> Result<Value, S
 /// `execute` for a client that can be handed forms: a retried call (with `requestState`)
 /// records its answers and resumes that run; a run waiting for a person comes back as
 /// `input_required`.
-async fn inline(arguments: &Value, params: &Value, hub: &dyn Hub, limits: &Limits) -> Value {
+async fn inline(arguments: &Value, params: &Value, tenant: &dyn Tenant, limits: &Limits) -> Value {
     let envelope = match params.get("requestState") {
         Some(state) => {
             let Some(state) = state.as_str() else {
                 return text_result("`requestState` must be the string the hub sent".to_owned(), true);
             };
-            match hub.answer(state, params.get("inputResponses").and_then(Value::as_object)).await {
+            match tenant.answer(state, params.get("inputResponses").and_then(Value::as_object)).await {
                 // Every form was dismissed: the calls stay pending, and asking again at once
                 // would only loop.
                 Ok((envelope, false)) => return envelope_result(&envelope),
@@ -164,14 +164,14 @@ async fn inline(arguments: &Value, params: &Value, hub: &dyn Hub, limits: &Limit
             }
         }
         None => match tools::parse_execute(arguments, limits) {
-            Ok(request) => hub.execute(request).await,
+            Ok(request) => tenant.execute(request).await,
             Err(message) => return text_result(message, true),
         },
     };
     if envelope.status != "awaiting_approval" {
         return envelope_result(&envelope);
     }
-    match hub.ask(&envelope.run_id).await {
+    match tenant.ask(&envelope.run_id).await {
         Ok(Some(input_required)) => input_required,
         Ok(None) => envelope_result(&envelope),
         Err(message) => {
@@ -211,7 +211,7 @@ mod tests {
 
     struct Echo;
 
-    impl Hub for Echo {
+    impl Tenant for Echo {
         fn lookup(&self, tool: &str, arguments: &Value) -> Result<String, String> {
             Ok(format!("{tool} {arguments}"))
         }

@@ -1,5 +1,8 @@
-//! Reading upstream MCP over streamable HTTP: origins (where a credential may go), redirects
-//! (followed only on the same origin) and answers that come as JSON or as server-sent events.
+//! The HTTP side of calling an upstream source (MCP over streamable HTTP), as plain Rust that
+//! is unit-tested natively: the origin a request goes to (a source's credential goes only to
+//! its reviewed origin), where a redirect may go (the same origin only), and the JSON-RPC
+//! answer in a response body, sent as JSON or as server-sent events. `worker::upstream` does
+//! the fetching with these.
 
 use std::fmt;
 

@@ -15,7 +15,7 @@ use capabilities_core::policy::PolicyState;
 use serde_json::{Value, json};
 
 use crate::home::{Home, repo};
-use crate::stdio::drain;
+use crate::process::{Process, Sink, drain};
 use crate::target::{Applicability, Need, SourceSpec, Target, Transport};
 
 /// The Worker's admin token in every hosted target.
@@ -46,10 +46,9 @@ fn free_port() -> u16 {
 
 /// One workerd process serving the bundle; several tenants' targets may share it.
 pub struct Workerd {
-    child: Child,
+    process: Process,
     port: u16,
     storage: PathBuf,
-    stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Workerd {
@@ -61,9 +60,9 @@ impl Workerd {
     /// [`Workerd::start`] listening on `port`.
     pub fn start_on(storage: &Path, port: u16) -> Workerd {
         std::fs::create_dir_all(storage).unwrap();
-        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Sink::default();
         let child = spawn(storage, port, &stderr);
-        Workerd { child, port, storage: storage.to_owned(), stderr }
+        Workerd { process: Process::new(child, stderr), port, storage: storage.to_owned() }
     }
 
     pub fn port(&self) -> u16 {
@@ -71,26 +70,20 @@ impl Workerd {
     }
 
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
 
     /// Starts again on the same storage (on a new port).
     pub fn restart(&mut self) {
-        self.kill();
+        self.process.kill();
         let port = free_port();
-        self.child = spawn(&self.storage, port, &self.stderr);
+        let child = spawn(&self.storage, port, &self.process.sink());
+        self.process.replace(child);
         self.port = port;
     }
 }
 
-impl Drop for Workerd {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn spawn(storage: &Path, port: u16, sink: &Arc<Mutex<Vec<u8>>>) -> Child {
+fn spawn(storage: &Path, port: u16, sink: &Sink) -> Child {
     let bundle = bundle();
     let mut child = Command::new(workerd_binary())
         .arg("serve")
@@ -308,12 +301,11 @@ impl Target for Hosted {
     }
 
     fn stderr(&self) -> String {
-        let sink = self.workerd.lock().unwrap().stderr.clone();
-        String::from_utf8_lossy(&sink.lock().unwrap()).into_owned()
+        self.workerd.lock().unwrap().process.stderr()
     }
 
     fn pid(&self) -> u32 {
-        self.workerd.lock().unwrap().child.id()
+        self.workerd.lock().unwrap().process.pid()
     }
 
     fn kill(&mut self) {

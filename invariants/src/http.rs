@@ -3,19 +3,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::home::Home;
-use crate::stdio::drain;
+use crate::process::{Process, Sink, drain};
 use crate::target::Target;
 
 pub struct LocalHttp {
     home: Home,
-    child: Child,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    process: Process,
     runtime: tokio::runtime::Runtime,
     client: reqwest::Client,
     url: String,
@@ -26,13 +24,12 @@ pub struct LocalHttp {
 
 impl LocalHttp {
     pub fn start(home: Home) -> LocalHttp {
-        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Sink::default();
         let (child, url) = spawn(&home, &stderr);
         let token = read_token(&home);
         let mut target = LocalHttp {
             home,
-            child,
-            stderr,
+            process: Process::new(child, stderr),
             runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
             // A fresh connection per request: a kept-alive one the server closed while idle
             // (during a long case) would fail the next request before it was sent.
@@ -113,7 +110,7 @@ fn read_token(home: &Home) -> String {
         .to_owned()
 }
 
-fn spawn(home: &Home, sink: &Arc<Mutex<Vec<u8>>>) -> (Child, String) {
+fn spawn(home: &Home, sink: &Sink) -> (Child, String) {
     let mut child = home
         .command(&["hub", "serve", "--http", "--port", "0"])
         .stdin(Stdio::null())
@@ -158,22 +155,21 @@ impl Target for LocalHttp {
     }
 
     fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+        self.process.stderr()
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
 
     fn restart(&mut self) {
-        self.kill();
-        let (child, url) = spawn(&self.home, &self.stderr);
-        self.child = child;
+        self.process.kill();
+        let (child, url) = spawn(&self.home, &self.process.sink());
+        self.process.replace(child);
         self.url = url;
         self.token = read_token(&self.home);
         self.initialize();
@@ -181,7 +177,8 @@ impl Target for LocalHttp {
 }
 
 impl Drop for LocalHttp {
+    // Before the home goes.
     fn drop(&mut self) {
-        self.kill();
+        self.process.kill();
     }
 }

@@ -10,6 +10,7 @@ pub use capabilities_core as core_crate;
 mod home;
 mod hosted;
 mod http;
+mod process;
 mod stdio;
 mod target;
 

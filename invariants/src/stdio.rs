@@ -1,38 +1,25 @@
 //! `LocalStdio`: the real binary's `hub serve --stdio` under a small JSON-RPC line client that
 //! declares no elicitation (so approvals go to the page or the CLI).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::home::Home;
+use crate::process::{Process, Sink, drain};
 use crate::target::Target;
 
 pub struct LocalStdio {
     home: Home,
-    child: Child,
+    process: Process,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
-    stderr: Arc<Mutex<Vec<u8>>>,
     next_id: u64,
     /// With elicitation declared: the answer every `elicitation/create` gets, and what was asked.
     eliciting: Option<(Value, Vec<Value>)>,
-}
-
-/// Collects a pipe into `sink` on a thread of its own, so the child never blocks on it.
-pub(crate) fn drain(mut pipe: impl Read + Send + 'static, sink: Arc<Mutex<Vec<u8>>>) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
 }
 
 impl LocalStdio {
@@ -47,8 +34,10 @@ impl LocalStdio {
     }
 
     fn start_with(home: Home, eliciting: Option<(Value, Vec<Value>)>) -> LocalStdio {
-        let (child, stdin, lines, stderr) = spawn(&home);
-        let mut target = LocalStdio { home, child, stdin, lines, stderr, next_id: 1, eliciting };
+        let stderr = Sink::default();
+        let (child, stdin, lines) = spawn(&home, &stderr);
+        let process = Process::new(child, stderr);
+        let mut target = LocalStdio { home, process, stdin, lines, next_id: 1, eliciting };
         target.initialize();
         target
     }
@@ -71,9 +60,7 @@ impl LocalStdio {
     }
 }
 
-type Spawned = (Child, ChildStdin, mpsc::Receiver<String>, Arc<Mutex<Vec<u8>>>);
-
-fn spawn(home: &Home) -> Spawned {
+fn spawn(home: &Home, stderr: &Sink) -> (Child, ChildStdin, mpsc::Receiver<String>) {
     let mut child = home
         .command(&["hub", "serve", "--stdio"])
         .stdin(Stdio::piped())
@@ -83,7 +70,6 @@ fn spawn(home: &Home) -> Spawned {
         .expect("the binary starts");
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let stderr = Arc::new(Mutex::new(Vec::new()));
     drain(child.stderr.take().unwrap(), stderr.clone());
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -93,7 +79,7 @@ fn spawn(home: &Home) -> Spawned {
             }
         }
     });
-    (child, stdin, lines, stderr)
+    (child, stdin, lines)
 }
 
 impl Target for LocalStdio {
@@ -141,33 +127,30 @@ impl Target for LocalStdio {
     }
 
     fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+        self.process.stderr()
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
 
     fn restart(&mut self) {
-        self.kill();
-        let (child, stdin, lines, stderr) = spawn(&self.home);
-        let before = std::mem::take(&mut *self.stderr.lock().unwrap());
-        stderr.lock().unwrap().splice(0..0, before);
-        self.child = child;
+        self.process.kill();
+        let (child, stdin, lines) = spawn(&self.home, &self.process.sink());
+        self.process.replace(child);
         self.stdin = stdin;
         self.lines = lines;
-        self.stderr = stderr;
         self.initialize();
     }
 }
 
 impl Drop for LocalStdio {
+    // Before the home goes.
     fn drop(&mut self) {
-        self.kill();
+        self.process.kill();
     }
 }

@@ -1,7 +1,9 @@
 //! `cargo xtask`: the project's automation, one small binary.
 //!
-//! `cargo xtask test` is what CI runs: formatting, clippy with warnings denied, the whole test
-//! suite under nextest, and the core built for `wasm32-unknown-unknown`.
+//! `cargo xtask test` is what CI runs (`.ci/run` calls only it): it checks what it needs on the
+//! machine and installs what it can (`setup`), then runs formatting, clippy with warnings
+//! denied, the whole test suite under nextest (the tidy tests in `tidy` included) and the core
+//! built for `wasm32-unknown-unknown`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -11,7 +13,13 @@ use anyhow::{Context, Result, bail};
 
 mod fuzz;
 mod hosted;
-mod hosted_bench;
+mod setup;
+#[cfg(test)]
+mod tidy;
+
+use setup::{
+    ensure_c_toolchain, ensure_nextest, ensure_node_packages, ensure_test_tools, ensure_wasm_target,
+};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
@@ -19,28 +27,41 @@ const HELP: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test     fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
-           workspace, core for wasm32
-  bench    run the criterion benchmarks (extra arguments go to cargo bench)
+  test     what CI runs: first checks clang, wasm-ld, D-Bus, gnome-keyring, secret-tool,
+           Chromium, Node.js and npm, the wasm32 target and cargo-nextest (as root with
+           apt-get it installs the missing Debian packages; else it says what to run), then
+           fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
+           whole workspace (tidy tests included), core for wasm32 (build and clippy)
+  bench [args]
+           the criterion benchmarks of the workspace (extra arguments go to cargo bench)
   invariants [--long]
-           the invariant suite (I1–I8) against the local and hosted targets (builds the
-           hosted bundle first); --long runs the
-           SIGKILL-and-resume loop over 200 runs per target, then the fuzz smoke
+           the invariant suite (I1-I8, parity, conformance) against the local and hosted hubs
+           (builds the hosted bundle first); --long runs the SIGKILL-and-resume loop over 200
+           runs per target, then the fuzz smoke
   bench-serve [rounds]
-           measure `hub serve --stdio` (release build): start to initialize and tools/list,
-           idle memory, and execute of one call against the same call made directly
+           measure `hub serve --stdio` (release build, 30 rounds unless told): start to
+           initialize and tools/list, idle memory, and execute of one call against the same
+           call made directly
   fuzz [--seconds N]
            build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
            N seconds (default 60); also run by `invariants --long`
-  wasm     build capabilities-core for wasm32-unknown-unknown
-  hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]
-           build the hosted Worker bundle for workerd; serve it with workerd on 127.0.0.1
-           (--fixtures: one tenant already holding the eval fixture sources);
-           time execute of `return 1` on it against local `serve --http` (release build)
-  evals [--live] [--hosted]
+  wasm     build and clippy capabilities-core for wasm32-unknown-unknown
+  hosted build
+           build the hosted Worker bundle for workerd into <target>/hosted/bundle
+  hosted dev [--port N] [--dir PATH | --fixtures]
+           serve the bundle with workerd on 127.0.0.1 (port 8787 unless told; storage in
+           PATH, or <target>/hosted/dev-storage; --fixtures: one tenant already holding the
+           eval fixture sources)
+  hosted bench [rounds] [--debug]
+           time execute of `return 1` on the Worker against local `serve --http` (release
+           build unless --debug; 200 rounds unless told), and a new tenant's cold start
+  evals [--live] [--hosted] [args]
            run the scripted eval suite (code mode against direct tools) and write
            evals/results/report.md and report.json; fails when a gate regresses;
-           --hosted runs code mode on the Worker in workerd (report in evals/results/hosted/)
+           --live drives a real model (report in evals/results/live/); --hosted runs code
+           mode on the Worker in workerd (report in evals/results/hosted/); other arguments
+           (--out, --transcripts, --task) go to the evals binary
+  help     this text
 ";
 
 fn main() -> ExitCode {
@@ -79,10 +100,11 @@ fn workspace_root() -> PathBuf {
 }
 
 fn test() -> Result<()> {
+    // Everything first, so a fresh machine learns at once what it lacks.
+    ensure_test_tools()?;
+    ensure_node_packages()?;
     step("format", cargo(&["fmt", "--all", "--check"]))?;
     step("clippy", cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
-    ensure_nextest()?;
-    ensure_node_packages()?;
     // hosted/tests drive the Worker bundle in workerd.
     hosted::build()?;
     // The invariant and eval suites drive the real binary: point them at the one nextest builds
@@ -95,14 +117,7 @@ fn test() -> Result<()> {
 
 fn wasm() -> Result<()> {
     ensure_wasm_target()?;
-    for tool in ["clang", "wasm-ld"] {
-        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-        if !found {
-            bail!(
-                "`{tool}` is missing: QuickJS's C code needs clang and lld for wasm32 (apt-get install clang lld)"
-            );
-        }
-    }
+    ensure_c_toolchain()?;
     step(
         "core for wasm32",
         cargo(&["build", "--locked", "-p", "capabilities-core", "--target", WASM_TARGET]),
@@ -180,45 +195,4 @@ fn step(name: &str, mut cmd: Command) -> Result<()> {
     }
     eprintln!("xtask: {name} ok in {secs:.1}s");
     Ok(())
-}
-
-fn ensure_nextest() -> Result<()> {
-    let found =
-        Command::new("cargo").args(["nextest", "--version"]).output().is_ok_and(|o| o.status.success());
-    if found {
-        return Ok(());
-    }
-    eprintln!("xtask: cargo-nextest is missing; installing it from crates.io");
-    step("install cargo-nextest", cargo(&["install", "--locked", "cargo-nextest"]))
-}
-
-/// Tests run real MCP servers and clients from npm, pinned in `node/package-lock.json`.
-fn ensure_node_packages() -> Result<()> {
-    let lock = Path::new("node/package-lock.json");
-    let installed = Path::new("node/node_modules/.package-lock.json");
-    let fresh =
-        match (lock.metadata().and_then(|m| m.modified()), installed.metadata().and_then(|m| m.modified())) {
-            (Ok(lock), Ok(installed)) => installed >= lock,
-            _ => false,
-        };
-    if fresh {
-        return Ok(());
-    }
-    let mut npm = Command::new("npm");
-    npm.args(["ci", "--no-audit", "--no-fund"]).current_dir("node");
-    step("npm ci (test servers and clients)", npm)
-        .context("the tests need Node.js and npm: install them, then run `cd node && npm ci`")
-}
-
-fn ensure_wasm_target() -> Result<()> {
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .context("rustup is needed to add the wasm32 target")?;
-    if String::from_utf8_lossy(&installed.stdout).lines().any(|l| l.trim() == WASM_TARGET) {
-        return Ok(());
-    }
-    let mut add = Command::new("rustup");
-    add.args(["target", "add", WASM_TARGET]);
-    step("add wasm32 target", add)
 }

@@ -126,6 +126,35 @@ fn a_match_inside_an_escape_grows_to_cover_it() {
 }
 
 #[test]
+fn a_secret_with_a_quote_never_takes_the_string_delimiter() {
+    // Fuzz crash `scrub-crash-019e0517`: the raw secret `"gehe` matched across the opening
+    // quote of the string `gehe`, and `"gehe"` came back as `[secret]"`.
+    check_json_text(&["\"gehe"], r#""gehe""#, expect![[r#""gehe""#]]);
+    check_json_text(&["\"gehe"], r#"["gehe","x\"gehe"]"#, expect![[r#"["gehe","x[secret]"]"#]]);
+    check_json_text(&["gehe\""], r#"{"gehe":"gehe\"!"}"#, expect![[r#"{"gehe":"[secret]!"}"#]]);
+    // Nor commas, colons or brackets: only the contents of strings are searched.
+    check_json_text(&["a\",\"b"], r#"["a","b","a\",\"b"]"#, expect![[r#"["a","b","[secret]"]"#]]);
+    check_json_text(&["1, 2"], "[1, 2]", expect!["[1, 2]"]);
+}
+
+#[test]
+fn a_number_holding_a_secret_becomes_a_string_in_json_text() {
+    check_json_text(
+        &["12345678"],
+        r#"{"n":12345678,"m":-123456789,"k":1234,"s":"12345678","t":true}"#,
+        expect![[r#"{"n":"[secret]","m":"-[secret]9","k":1234,"s":"[secret]","t":true}"#]],
+    );
+}
+
+#[test]
+fn text_that_is_not_json_is_scrubbed_whole() {
+    let scrubber = Scrubber::new(["\"gehe"]).unwrap();
+    // An unterminated string, and a bare word: not JSON, so every form goes wherever it is.
+    expect![[r#"{"a":"[secret]"#]].assert_eq(&scrubber.scrub_json_text(r#"{"a":"\"gehe"#));
+    expect!["token [secret]!"].assert_eq(&scrubber.scrub_json_text(r#"token "gehe!"#));
+}
+
+#[test]
 fn scrub_json_walks_values_keys_and_numbers() {
     let scrubber = Scrubber::new([TOKEN, "12345678"]).unwrap();
     let mut value = json!({

@@ -8,10 +8,12 @@
 //! `POST /t/<tenant>/admin/approve` (`{"run": "<run id>", "choice": "once"|"run"|"always"|"deny",
 //! "call": <n>}`; without `call`, every undecided call of the run).
 
+mod admin;
 mod object;
 mod platform;
 mod recorder;
 mod store;
+mod tenant;
 mod upstream;
 
 use worker::{Context, Env, Request, Response, Result, event};

@@ -275,14 +275,8 @@ pub(crate) fn seal_label(tenant: &str, namespace: &str, connection: &str, slot: 
 impl RunStore for SqlStore {
     fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let what = format!("runs/{}", run.id);
-            let record = serde_json::to_string(run).map_err(|e| io(&what, e))?;
-            self.exec(
-                &what,
-                "INSERT INTO runs (id, record) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                vec![text(&run.id), text(&record)],
-            )?;
-            self.sync(&what).await
+            self.put_run_now(run)?;
+            self.sync(&format!("runs/{}", run.id)).await
         })
     }
 

@@ -1,5 +1,5 @@
-//! `cargo xtask hosted build|dev`: the hosted hub as a Worker bundle workerd can load, and
-//! workerd serving it on loopback.
+//! `cargo xtask hosted build|dev|bench`: the hosted hub as a Worker bundle workerd can load,
+//! workerd serving it on loopback, and (in `bench`) its timing against the local hub.
 //!
 //! `build` compiles `capabilities-hosted` for wasm32 (the `hosted` profile: release, sized for
 //! small), runs `wasm-bindgen` of exactly
@@ -16,7 +16,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{WASM_TARGET, cargo, ensure_wasm_target, step, target_dir};
+use crate::setup::{ensure_c_toolchain, ensure_node_packages, ensure_wasm_target};
+use crate::{WASM_TARGET, cargo, step, target_dir};
+
+mod bench;
 
 const USAGE: &str =
     "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]";
@@ -77,7 +80,7 @@ pub(crate) fn hosted(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("build") => build().map(drop),
         Some("dev") => dev(&args[1..]),
-        Some("bench") => crate::hosted_bench::bench(&args[1..]),
+        Some("bench") => bench::bench(&args[1..]),
         _ => bail!("{USAGE}"),
     }
 }
@@ -91,14 +94,7 @@ pub(crate) fn bundle_dir() -> PathBuf {
 pub(crate) fn build() -> Result<PathBuf> {
     let started = Instant::now();
     ensure_wasm_target()?;
-    for tool in ["clang", "wasm-ld"] {
-        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-        if !found {
-            bail!(
-                "`{tool}` is missing: QuickJS's C code needs clang and lld for wasm32 (apt-get install clang lld)"
-            );
-        }
-    }
+    ensure_c_toolchain()?;
     let bindgen = ensure_wasm_bindgen()?;
     step(
         "hosted worker for wasm32",
@@ -199,7 +195,7 @@ fn dev(args: &[String]) -> Result<()> {
 
 /// workerd from the pinned npm packages.
 pub(crate) fn workerd() -> Result<PathBuf> {
-    crate::ensure_node_packages()?;
+    ensure_node_packages()?;
     let path = Path::new("node/node_modules/.bin/workerd");
     if !path.exists() {
         bail!("workerd is missing from node/node_modules: run `cd node && npm ci`");
@@ -234,9 +230,16 @@ fn ensure_wasm_bindgen() -> Result<PathBuf> {
         }
         cmd
     };
-    // The CLI's own lockfile can name a crate the registry no longer serves; then resolve anew.
-    if step(&format!("install wasm-bindgen-cli {version}"), install(true)).is_err() {
+    // The CLI's own lockfile can name a dependency version the registry no longer serves (it
+    // does today): then install it again with its dependencies resolved anew.
+    if step(&format!("install wasm-bindgen-cli {version} (locked)"), install(true)).is_err() {
+        eprintln!(
+            "xtask: the locked install failed (its Cargo.lock names a dependency version this \
+             registry does not serve); installing wasm-bindgen-cli {version} unlocked, which \
+             resolves its dependencies anew"
+        );
         step(&format!("install wasm-bindgen-cli {version} (unlocked)"), install(false))?;
+        eprintln!("xtask: wasm-bindgen-cli {version} installed unlocked in {}", root.display());
     }
     Ok(bin)
 }

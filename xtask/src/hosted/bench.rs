@@ -15,7 +15,7 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
             "usage: cargo xtask hosted bench [rounds] [--debug]: rounds is a positive number, not `{rounds}`"
         );
     }
-    let workerd = crate::hosted::workerd()?;
+    let workerd = super::workerd()?;
     let binary = if debug {
         step("build the hub (debug)", cargo(&["build", "--locked", "-p", "capabilities"]))?;
         target_dir().join("debug/capabilities")
@@ -23,7 +23,7 @@ pub(crate) fn bench(args: &[String]) -> Result<()> {
         step("build the hub (release)", cargo(&["build", "--release", "--locked", "-p", "capabilities"]))?;
         target_dir().join("release/capabilities")
     };
-    let bundle = crate::hosted::build()?;
+    let bundle = super::build()?;
     let mut node = std::process::Command::new("node");
     node.arg("hosted/benches/execute.mjs").arg(binary).arg(bundle).arg(workerd).arg(rounds);
     step("hosted bench", node)
