@@ -10,6 +10,9 @@
 //! hosted hub's one recorder of a person's decisions (`worker::recorder`).
 #![forbid(unsafe_code)]
 
+use capabilities_core::approval::state::constant_time_eq;
+use capabilities_core::wording::HostWords;
+
 pub mod records;
 pub mod rpc;
 pub mod seal;
@@ -32,11 +35,24 @@ pub fn split_tenant(path: &str) -> Option<(&str, &str)> {
 
 /// Compares two secrets without stopping at the first differing byte.
 pub fn same_secret(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    if a.len() != b.len() || expected.is_empty() {
-        return false;
+    !expected.is_empty() && constant_time_eq(given.as_bytes(), expected.as_bytes())
+}
+
+/// How the hosted hub names where a person acts for `tenant`: its admin API, never a local
+/// command (a person using a hosted hub may have no local one).
+pub fn words(tenant: &str) -> HostWords {
+    let admin =
+        |path: &str| format!("`{} /t/{tenant}/admin/{path}`", if path == "runs" { "GET" } else { "POST" });
+    HostWords {
+        decide: format!("`POST /t/{tenant}/admin/approve {{\"run\": \"{{run}}\"}}`"),
+        auth: format!("a new admin load ({})", admin("load")),
+        auth_connection: format!(
+            "a new admin load ({}) with a value for connection `{{connection}}` of `{{namespace}}`",
+            admin("load")
+        ),
+        diagnose: format!("{} on the hub's admin API", admin("runs")),
+        add_source: format!("a new admin load ({})", admin("load")),
     }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -51,6 +67,31 @@ mod tests {
             assert_eq!(split_tenant(bad), None, "{bad}");
         }
         assert_eq!(split_tenant(&format!("/t/{}/mcp", "a".repeat(65))), None);
+    }
+
+    /// Nothing the hosted hub tells a model or a person names a local command.
+    #[test]
+    fn the_words_name_the_admin_api() {
+        let words = words("acme");
+        expect_test::expect![[r#"
+            HostWords {
+                decide: "`POST /t/acme/admin/approve {\"run\": \"{run}\"}`",
+                auth: "a new admin load (`POST /t/acme/admin/load`)",
+                auth_connection: "a new admin load (`POST /t/acme/admin/load`) with a value for connection `{connection}` of `{namespace}`",
+                diagnose: "`GET /t/acme/admin/runs` on the hub's admin API",
+                add_source: "a new admin load (`POST /t/acme/admin/load`)",
+            }
+        "#]].assert_debug_eq(&words);
+        let texts = [
+            words.decide("run_0123456789abcdef"),
+            words.auth.clone(),
+            words.auth_connection("github", "work"),
+            words.diagnose.clone(),
+            words.add_source.clone(),
+        ];
+        for text in texts {
+            assert!(!text.contains("capabilities hub"), "{text}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use capabilities_core::limits::Limits;
 use capabilities_core::ports::LocalBoxFuture;
-use capabilities_core::surface::envelope::Envelope;
+use capabilities_core::surface::envelope::{Envelope, EnvelopeStatus};
 use capabilities_core::surface::tools;
 use serde_json::{Map, Value, json};
 
@@ -168,7 +168,7 @@ async fn inline(arguments: &Value, params: &Value, tenant: &dyn Tenant, limits: 
             Err(message) => return text_result(message, true),
         },
     };
-    if envelope.status != "awaiting_approval" {
+    if envelope.status != EnvelopeStatus::AwaitingApproval {
         return envelope_result(&envelope);
     }
     match tenant.ask(&envelope.run_id).await {
@@ -192,7 +192,7 @@ pub fn envelope_result(envelope: &Envelope) -> Value {
     json!({
         "content": [{ "type": "text", "text": envelope.to_line() }],
         "structuredContent": envelope.to_value(),
-        "isError": envelope.status == "failed"
+        "isError": envelope.status == EnvelopeStatus::Failed
     })
 }
 
@@ -220,7 +220,7 @@ mod tests {
                 let mut envelope = Envelope::unknown_run(&format!("{request:?}"));
                 if matches!(&request, tools::ExecuteRequest::Code(code) if code == "wait") {
                     envelope.run_id = "run_0123456789abcdef".to_owned();
-                    envelope.status = "awaiting_approval";
+                    envelope.status = EnvelopeStatus::AwaitingApproval;
                 }
                 envelope
             })

@@ -75,16 +75,24 @@ struct Watch {
 }
 
 struct Watcher {
-    /// Attempts running in this process: (watch id, marker, flag).
-    attempts: Mutex<(u64, Vec<(u64, PathBuf, Arc<Cancel>)>)>,
+    attempts: Mutex<Running>,
     wake: Condvar,
+}
+
+/// The attempts running in this process.
+#[derive(Default)]
+struct Running {
+    /// The id the next watch gets.
+    next: u64,
+    /// Each attempt's watch id, the marker that cancels it, and its driver's flag.
+    watched: Vec<(u64, PathBuf, Arc<Cancel>)>,
 }
 
 fn watcher() -> &'static Watcher {
     static WATCHER: OnceLock<&'static Watcher> = OnceLock::new();
     WATCHER.get_or_init(|| {
         let watcher: &'static Watcher =
-            Box::leak(Box::new(Watcher { attempts: Mutex::new((0, Vec::new())), wake: Condvar::new() }));
+            Box::leak(Box::new(Watcher { attempts: Mutex::default(), wake: Condvar::new() }));
         let started = std::thread::Builder::new()
             .name("capabilities-cancel".to_owned())
             .spawn(move || watch_loop(watcher));
@@ -98,13 +106,13 @@ fn watcher() -> &'static Watcher {
 fn watch_loop(watcher: &'static Watcher) {
     let Ok(mut attempts) = watcher.attempts.lock() else { return };
     loop {
-        while attempts.1.is_empty() {
+        while attempts.watched.is_empty() {
             attempts = match watcher.wake.wait(attempts) {
                 Ok(guard) => guard,
                 Err(_) => return,
             };
         }
-        for (_, marker, flag) in &attempts.1 {
+        for (_, marker, flag) in &attempts.watched {
             if !flag.is_cancelled() && marker.exists() {
                 flag.cancel();
             }
@@ -125,9 +133,9 @@ impl Watch {
         let watcher = watcher();
         let id = match watcher.attempts.lock() {
             Ok(mut attempts) => {
-                attempts.0 += 1;
-                let id = attempts.0;
-                attempts.1.push((id, marker, Arc::clone(&flag)));
+                attempts.next += 1;
+                let id = attempts.next;
+                attempts.watched.push((id, marker, Arc::clone(&flag)));
                 id
             }
             Err(_) => 0,
@@ -138,7 +146,7 @@ impl Watch {
 
     fn stop(self) {
         if let Ok(mut attempts) = watcher().attempts.lock() {
-            attempts.1.retain(|(id, _, _)| *id != self.id);
+            attempts.watched.retain(|(id, _, _)| *id != self.id);
         }
         self.flag.clear();
     }

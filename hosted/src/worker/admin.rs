@@ -101,8 +101,7 @@ impl Hub {
                 409,
             );
         }
-        match recorder::record_checked(&store, &run.id, &decisions, Channel::Dashboard, now, |_| Ok(())).await
-        {
+        match recorder::record_checked(&store, &run.id, &decisions, Channel::Admin, now, |_| Ok(())).await {
             Ok(recorded) => {
                 if recorded.policy_changed {
                     self.forget_loaded();

@@ -12,7 +12,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use capabilities_core::limits::Limits;
-use capabilities_core::policy::CompiledPolicy;
 use capabilities_core::surface::Surface;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
@@ -82,7 +81,7 @@ impl Hub {
         self.loaded.borrow_mut().take();
     }
 
-    fn loaded(&self) -> Result<Rc<Loaded>> {
+    fn loaded(&self, tenant: &str) -> Result<Rc<Loaded>> {
         if let Some(loaded) = self.loaded.borrow().as_ref() {
             return Ok(Rc::clone(loaded));
         }
@@ -93,18 +92,18 @@ impl Hub {
         for problem in problems {
             worker::console_warn!("{problem}");
         }
-        let policy = CompiledPolicy::new(policy).unwrap_or_else(|err| {
+        let (surface, invalid) =
+            Surface::from_config(catalog(&sources), policy, tenant_limits(timeout), crate::words(tenant));
+        if let Some(err) = invalid {
             worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
-            CompiledPolicy::default()
-        });
-        let surface = Surface::new(catalog(&sources), policy, tenant_limits(timeout));
+        }
         let loaded = Rc::new(Loaded { sources: Rc::new(sources), surface, sessions: Rc::default() });
         *self.loaded.borrow_mut() = Some(Rc::clone(&loaded));
         Ok(loaded)
     }
 
     async fn mcp(&self, tenant: &str, body: &[u8]) -> Result<Response> {
-        let hub = TenantHub::new(tenant, self.loaded()?, self.store()?, &self.env);
+        let hub = TenantHub::new(tenant, self.loaded(tenant)?, self.store()?, &self.env);
         let answer = rpc::handle(body, &hub, &Limits::DEFAULT).await;
         if hub.policy_changed() {
             self.forget_loaded();

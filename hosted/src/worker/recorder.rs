@@ -6,9 +6,8 @@
 //! Everything up to the final `sync` runs without an await, so no other request to the tenant's
 //! object runs between reading the run, spending a state's nonce and writing the decision.
 
-use capabilities_core::address::ToolAddress;
-use capabilities_core::approval::{Channel, Choice, PendingCall, all_decided, record_decision};
-use capabilities_core::policy::{Policy, Rule};
+use capabilities_core::approval::{Channel, Choice, PendingCall, record_all};
+use capabilities_core::policy::AllowAlwaysError;
 use capabilities_core::record::RunStatus;
 
 use super::store::SqlStore;
@@ -60,45 +59,27 @@ pub(crate) async fn record_checked(
         return Err(Refused::new(409, format!("run `{run_id}` waits for nothing now")));
     }
     check(store).map_err(|message| Refused::new(409, message))?;
-    let mut decided = Vec::new();
-    let mut rules = Vec::new();
-    for (pending_id, choice) in decisions {
-        let rule = record_decision(&mut run, pending_id, *choice, channel, now_ms).map_err(|err| {
-            Refused::new(409, format!("{err}; GET /t/<tenant>/admin/pending shows what the run waits for"))
-        })?;
-        let Some(pending) = run.pending.iter().find(|p| &p.id == pending_id).cloned() else {
-            return Err(Refused::new(500, "a recorded call is not one the run waits for"));
-        };
-        if let Some(rule) = rule {
-            rules.push((rule, pending.connection.clone()));
-        }
-        decided.push((pending, *choice));
-    }
-    let policy_changed = !rules.is_empty();
+    let recorded = record_all(&mut run, decisions, channel, now_ms).map_err(|err| {
+        Refused::new(409, format!("{err}; GET /t/<tenant>/admin/pending shows what the run waits for"))
+    })?;
+    let policy_changed = !recorded.rules.is_empty();
     if policy_changed {
         let mut state = store.policy().map_err(store_error)?;
-        let mut policy = Policy::new(std::mem::take(&mut state.rules)).map_err(|err| {
-            Refused::new(
-                409,
-                format!("the stored policy is invalid ({err}); load the hub again, then decide"),
-            )
-        })?;
-        for (rule, connection) in &rules {
-            let address = ToolAddress::parse(&rule.address).map_err(|err| {
-                Refused::new(
-                    500,
-                    format!("the run names tool `{}` that is not an address: {err}", rule.address),
-                )
-            })?;
-            policy
-                .set(Rule::always_allow(address, connection.clone(), rule.contract))
-                .map_err(|err| Refused::new(409, err.to_string()))?;
-            state.pin(rule.address.clone(), rule.contract);
+        for rule in &recorded.rules {
+            state.allow_always(&rule.address, rule.connection.clone(), rule.contract).map_err(
+                |err| match err {
+                    AllowAlwaysError::Invalid(err) => Refused::new(
+                        409,
+                        format!("the stored policy is invalid ({err}); load the hub again, then decide"),
+                    ),
+                    AllowAlwaysError::NotAnAddress(_) => Refused::new(500, err.to_string()),
+                    other => Refused::new(409, other.to_string()),
+                },
+            )?;
         }
-        state.rules = policy.rules().to_vec();
         store.put_policy_now(&state).map_err(store_error)?;
     }
     store.put_run_now(&run).map_err(store_error)?;
     store.sync(&format!("runs/{run_id}")).await.map_err(store_error)?;
-    Ok(Recorded { decided, all_decided: all_decided(&run), policy_changed })
+    Ok(Recorded { decided: recorded.decided, all_decided: recorded.all_decided, policy_changed })
 }

@@ -13,6 +13,7 @@ use capabilities_core::ports::{Clock, Entropy, LocalBoxFuture};
 use capabilities_core::record::RunError;
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
+use capabilities_core::surface::approval;
 use capabilities_core::surface::envelope::Envelope;
 use capabilities_core::surface::tools::{self, ExecuteRequest};
 use serde_json::{Map, Value};
@@ -79,10 +80,7 @@ impl TenantHub {
             // The recorder refuses a run that waits for nothing and a call it does not wait
             // for; the state must also name the call's place in the run.
             let run = self.store.run_now(&retry.run_id).map_err(|e| e.to_string())?;
-            let pending = run.and_then(|run| run.pending.into_iter().find(|p| p.id == claims.pending_id));
-            if pending.is_some_and(|p| p.seq != claims.seq) {
-                return Err(StateError::Mismatch.to_string());
-            }
+            rounds::check_claims(run.as_ref(), claims).map_err(|err| err.to_string())?;
             let decision = [(claims.pending_id.clone(), answered.choice)];
             let recorded = recorder::record_checked(
                 &self.store,
@@ -140,16 +138,19 @@ impl rpc::Tenant for TenantHub {
                 clock: &WorkerClock,
                 entropy: &WorkerEntropy,
                 limits: surface.limits,
-                decide_later: &|run_id| later(&self.tenant, run_id),
+                words: &surface.words,
             };
-            match request {
+            let report = match request {
                 ExecuteRequest::Code(code) => engine.execute(&code).await,
                 ExecuteRequest::Resume(id) => engine.resume(&id).await,
-                other => Envelope::failure(
-                    "",
-                    RunError::new("unsupported", format!("{other:?} is not served here"), None),
-                ),
-            }
+                other => {
+                    return Envelope::failure(
+                        "",
+                        RunError::new("unsupported", format!("{other:?} is not served here"), None),
+                    );
+                }
+            };
+            Envelope::render(report, &surface.limits, &surface.words)
         })
     }
 
@@ -168,13 +169,13 @@ impl rpc::Tenant for TenantHub {
             if calls.is_empty() {
                 return Ok(None);
             }
-            let later = later(&self.tenant, run_id);
+            let later = self.loaded.surface.words.decide(run_id);
             let mut nonce = || {
                 let mut bytes = [0u8; NONCE_BYTES];
                 WorkerEntropy.fill(&mut bytes);
                 bytes
             };
-            Ok(Some(rounds::ask(key, run_id, &calls, now, &later, &mut nonce).to_value()))
+            Ok(Some(approval::input_required(&rounds::ask(key, run_id, &calls, now, &later, &mut nonce))))
         })
     }
 
@@ -206,9 +207,4 @@ impl rpc::Tenant for TenantHub {
 fn approval_key(env: &Env) -> Option<ApprovalKey> {
     let secret = secret_text(env, "HUB_APPROVAL_KEY").or_else(|| secret_text(env, "HUB_SECRETS_KEY"))?;
     Some(ApprovalKey::derive(secret.as_bytes(), APPROVAL_KEY_LABEL))
-}
-
-/// Where a person decides on run `run_id` of `tenant` without a prompt: the admin endpoint.
-fn later(tenant: &str, run_id: &str) -> String {
-    format!("`POST /t/{tenant}/admin/approve {{\"run\": \"{run_id}\"}}`")
 }

@@ -344,3 +344,39 @@ fn a_source_without_sessions_is_initialized_once() {
     assert_eq!(hub.execute("acme", json!({"code": "return await counter.count({})"}))["result"], "4");
     assert_eq!(counter.requests()["initialize"].as_u64().unwrap(), before + 2, "{}", counter.requests());
 }
+
+/// Nothing the hosted hub answers names a local command: a person using it may have no local
+/// hub. Searches of an empty tenant, waiting calls, tool failures and store-side errors alike.
+#[test]
+fn hosted_answers_never_name_a_local_command() {
+    let CounterHub { hub, counter, mut load, dir: _dir } = counter_hub(Upstream::counter());
+    let mut answers = Vec::new();
+    let empty = hub.rpc("empty", "tools/call", json!({"name": "search", "arguments": {"query": "anything"}}));
+    assert!(empty.to_string().contains("admin/load"), "{empty}");
+    answers.push(empty);
+    answers.push(hub.execute("acme", json!({"resume": "run_0123456789abcdef"})));
+    answers.push(hub.execute("acme", json!({"code": "return ("})));
+    loaded(&hub, "acme", &load);
+    let waiting = hub.execute("acme", json!({"code": "return await counter.write({text: 'hi'})"}));
+    assert_eq!(waiting["status"], "awaiting_approval", "{waiting}");
+    answers.push(waiting);
+    // The source is gone: the tool failure's hint says where to look, in the hosted hub's words.
+    let gone = free_port();
+    load["sources"][0]["url"] = json!(format!("http://127.0.0.1:{gone}/mcp"));
+    load["sources"][0]["reviewedOrigin"] = json!(format!("http://127.0.0.1:{gone}"));
+    loaded(&hub, "acme", &load);
+    let failed = hub.execute(
+        "acme",
+        json!({"code": "try { await counter.count({}) } catch (e) { return [e.code, e.message, e.hint] }"}),
+    );
+    answers.push(failed);
+    drop(counter);
+    for answer in &answers {
+        let text = answer.to_string();
+        assert!(!text.contains("capabilities hub"), "a hosted answer names a local command: {text}");
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
