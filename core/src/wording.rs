@@ -3,7 +3,7 @@
 //! and each host hands its own [`HostWords`] to the engine and the surface.
 
 /// Where a person acts on this hub, as text that goes into hints, pending calls and envelopes.
-/// Each is a short phrase that reads after "with" or "run", such as "`capabilities hub doctor`".
+/// Each is a short phrase that reads after "with" or "run", such as a command in backquotes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostWords {
     /// Where a person decides on a waiting run without a prompt; `{run}` stands for its id.

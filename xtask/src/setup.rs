@@ -111,7 +111,7 @@ fn missing_line(missing: &[&Program], tried_apt: bool) -> String {
         ));
     }
     if missing.iter().any(|p| p.package.is_none()) {
-        todo.push("install Node.js 20 or later with npm".to_owned());
+        todo.push("install Node.js and npm".to_owned());
     }
     format!("missing {}: {}", names.join(", "), todo.join("; "))
 }
@@ -204,7 +204,7 @@ mod tests {
             format!(
                 "missing wasm-ld, /usr/bin/chromium, node: run `{sudo}apt-get update && {sudo}env \
                  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends lld \
-                 chromium`; install Node.js 20 or later with npm"
+                 chromium`; install Node.js and npm"
             )
         );
     }

@@ -15,8 +15,11 @@ use std::path::{Path, PathBuf};
 const CRATES: [&str; 7] = ["core", "local", "hosted", "invariants", "evals", "xtask", "fuzz"];
 
 /// Public traits in `core/src` outside `ports.rs` that are not ports, each with the reason it
-/// stays where it is: (file, trait, reason). Empty: every public trait in core is a port.
-const NOT_PORTS: &[(&str, &str, &str)] = &[];
+/// stays where it is: (file, trait, reason).
+const NOT_PORTS: &[(&str, &str, &str)] = &[
+    ("core/src/send.rs", "MaybeSend", "an alias ports are written with, not a port"),
+    ("core/src/send.rs", "MaybeSync", "an alias ports are written with, not a port"),
+];
 
 #[test]
 fn core_modules_import_no_cycle() {
