@@ -2,14 +2,13 @@
 //! and code waiting on a call in flight. The attempt ends `cancelled`, and the call that was in
 //! flight stays in the journal without an outcome, so it is never made again.
 
-use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{packages, repo};
+use crate::support::HttpFixture;
 
 struct Hub {
     dir: tempfile::TempDir,
@@ -106,20 +105,8 @@ fn cancel_stops_code_in_a_busy_loop() {
 
 #[test]
 fn cancel_stops_a_call_in_flight_and_it_is_never_repeated() {
-    let script = repo().join("local/tests/fixtures/fixture-server.mjs");
-    let mut server = Command::new("node")
-        .arg(script)
-        .arg("http")
-        .env("MCP_SDK_DIR", packages().join("sdk"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let _server = KillOnDrop(server);
-    let ports: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("fixture said {line:?}: {e}"));
-    let url = format!("http://127.0.0.1:{}/mcp", ports["port"]);
+    let server = HttpFixture::start();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let hub = Hub::new();
     let (code, stdout, stderr) = hub.run(&["add", &url, "--namespace", "fixture", "--yes"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
@@ -145,14 +132,4 @@ fn cancel_stops_a_call_in_flight_and_it_is_never_repeated() {
     let again: Value = serde_json::from_str(&again).unwrap();
     assert_eq!(again["status"], "cancelled", "{again}");
     assert_eq!(kinds(&hub), ["call"]);
-}
-
-/// A child process killed when the test ends, however it ends.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

@@ -383,22 +383,8 @@ fn a_value_too_short_to_scrub_is_not_used() {
 /// `[secret]` where the headers echo them.
 #[test]
 fn header_slots_filled_by_auth_reach_an_http_source() {
-    use std::io::BufRead;
-    let script = crate::support::repo().join("local/tests/fixtures/fixture-server.mjs");
-    let mut server = Command::new("node")
-        .arg(script)
-        .arg("http")
-        .env("MCP_SDK_DIR", packages().join("sdk"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = server.stdout.take().unwrap();
-    let _server = KillOnDrop(server);
-    let mut line = String::new();
-    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
-    let ports: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("fixture said {line:?}: {e}"));
-    let url = format!("http://127.0.0.1:{}/mcp", ports["port"]);
+    let server = crate::support::HttpFixture::start();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
 
     let hub = Hub::new();
     let added = hub.run(
@@ -434,15 +420,5 @@ fn header_slots_filled_by_auth_reach_an_http_source() {
     for value in [token, key] {
         assert!(!ran.stdout.contains(value), "{}", ran.stdout);
         assert_eq!(hub.files_holding(value), vec![hub.home().join("secrets.json")]);
-    }
-}
-
-/// A child process killed when the test ends, however it ends.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }

@@ -6,9 +6,8 @@
 //! skip) without them.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use capabilities::upstream::{
@@ -20,7 +19,7 @@ use capabilities_core::ports::{Credentials, Upstream, UpstreamError, UpstreamReq
 use expect_test::expect;
 use serde_json::{Value, json};
 
-use crate::support::{packages, repo};
+use crate::support::{HttpFixture, packages, repo};
 
 fn stdio(
     namespace: &str,
@@ -490,35 +489,7 @@ fn a_sigkilled_hub_leaves_no_server_behind() {
     assert_eq!(wait_until_gone(&mark), Vec::<String>::new(), "servers outlived a SIGKILLed hub");
 }
 
-/// The fixture's HTTP mode, killed on drop.
-struct HttpFixture {
-    child: Child,
-    port: u16,
-    other: u16,
-}
-
 impl HttpFixture {
-    fn start() -> HttpFixture {
-        let script = repo().join("local/tests/fixtures/fixture-server.mjs");
-        let mut child = Command::new("node")
-            .arg(script)
-            .arg("http")
-            .env("MCP_SDK_DIR", packages().join("sdk"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let ports: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("fixture said {line:?}: {e}"));
-        HttpFixture {
-            child,
-            port: ports["port"].as_u64().unwrap() as u16,
-            other: ports["other"].as_u64().unwrap() as u16,
-        }
-    }
-
     fn spec(&self, namespace: &str, path: &str) -> SourceSpec {
         SourceSpec {
             namespace: namespace.to_owned(),
@@ -536,13 +507,6 @@ impl HttpFixture {
         let url = format!("http://localhost:{}/seen", self.other);
         let body = reqwest::get(url).await.unwrap().text().await.unwrap();
         serde_json::from_str(&body).unwrap()
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
