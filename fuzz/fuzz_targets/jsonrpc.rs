@@ -71,7 +71,7 @@ fn surface() -> &'static Surface {
         for (address, tool) in catalog.tools() {
             state.reviewed.insert(address.to_string(), tool.digest);
         }
-        Surface::new(catalog, CompiledPolicy::new(state).expect("a policy"), Limits::DEFAULT)
+        Surface::new(catalog, CompiledPolicy::new(state).expect("a policy"), Limits::DEFAULT, capabilities::host::words())
     })
 }
 

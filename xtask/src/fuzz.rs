@@ -22,10 +22,10 @@ const TARGETS: [&str; 4] = ["code", "typegen", "scrub", "jsonrpc"];
 /// Seconds per target unless `--seconds` says otherwise.
 const DEFAULT_SECONDS: u64 = 60;
 
-/// Flags for every `cargo fuzz` build and run, so runs reuse the build. Debug assertions and
-/// overflow checks come from `fuzz/Cargo.toml`'s release profile, which leaves one upstream
-/// assertion out.
-const BUILD_FLAGS: [&str; 4] = ["--sanitizer", "none", "--codegen-units", "16"];
+/// Flags for every `cargo fuzz` build and run, so runs reuse the build. `--release` keeps
+/// cargo-fuzz from forcing debug assertions on every crate: they come from `fuzz/Cargo.toml`'s
+/// release profile instead, which leaves one upstream assertion out.
+const BUILD_FLAGS: [&str; 5] = ["--sanitizer", "none", "--release", "--codegen-units", "16"];
 
 pub fn run(args: &[String]) -> Result<()> {
     let seconds = match args {
