@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
         addresses.push(address.to_string());
     }
     let limits = Limits::DEFAULT;
-    let surface = Surface::new(catalog, CompiledPolicy::new(state).expect("a policy"), limits);
+    let surface = Surface::new(catalog, CompiledPolicy::new(state).expect("a policy"), limits, capabilities::host::words());
     let mut targets = vec!["fz".to_owned()];
     targets.extend(addresses.iter().take(9).cloned());
     for targets in [vec!["fz".to_owned()], targets] {
