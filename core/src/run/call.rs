@@ -352,47 +352,41 @@ impl<'e> AttemptBridge<'e, '_> {
     /// The call's credentials, resolved only now; a missing one makes the run wait for it.
     /// Values the scrubber cannot match safely are refused before anything is sent.
     async fn credentials(&self, call: &GuestCall, target: &Target<'_>) -> Result<Credentials, GuestReply> {
-        {
-            let engine = self.engine;
-            let Target { address, tool, connection, digest } = target;
-            let namespace = address.namespace.as_str();
-            let credentials = match engine.secrets.resolve(&address.namespace, connection.as_deref()).await {
-                Ok(credentials) => credentials,
-                Err(SecretsError::Missing { connection: name, slots, .. }) => {
-                    let now = engine.clock.now_ms();
-                    return Err(self.add_pending(PendingCall {
-                        id: self.pending_id(call.seq, digest),
-                        kind: PendingKind::Connection,
-                        seq: call.seq,
-                        address: call.address.clone(),
-                        connection: Some(name.clone()),
-                        summary: tool.record.first_sentence(),
-                        reason: failures::connection_reason(namespace, &name, &slots, engine.words),
-                        preview: String::new(),
-                        call_digest: digest.clone(),
-                        contract: tool.digest,
-                        created_ms: now,
-                        expires_ms: now + engine.limits.approval_ttl_ms,
-                    }));
-                }
-                Err(err) => {
-                    return Err(GuestReply::Err(failures::credentials_unavailable(&err, engine.words)));
-                }
-            };
-            // A value the scrubber cannot match safely (too short) could come back in a result
-            // unscrubbed: refuse the call rather than send it.
-            if !credentials.values.is_empty() {
-                if let Err(err) = Scrubber::new(credentials.values.iter().map(|(_, v)| v)) {
-                    return Err(GuestReply::Err(failures::credential_unusable(
-                        namespace,
-                        &err,
-                        engine.words,
-                    )));
-                }
+        let engine = self.engine;
+        let Target { address, tool, connection, digest } = target;
+        let namespace = address.namespace.as_str();
+        let credentials = match engine.secrets.resolve(&address.namespace, connection.as_deref()).await {
+            Ok(credentials) => credentials,
+            Err(SecretsError::Missing { connection: name, slots, .. }) => {
+                let now = engine.clock.now_ms();
+                return Err(self.add_pending(PendingCall {
+                    id: self.pending_id(call.seq, digest),
+                    kind: PendingKind::Connection,
+                    seq: call.seq,
+                    address: call.address.clone(),
+                    connection: Some(name.clone()),
+                    summary: tool.record.first_sentence(),
+                    reason: failures::connection_reason(namespace, &name, &slots, engine.words),
+                    preview: String::new(),
+                    call_digest: digest.clone(),
+                    contract: tool.digest,
+                    created_ms: now,
+                    expires_ms: now + engine.limits.approval_ttl_ms,
+                }));
             }
-            self.secret_values.borrow_mut().extend(credentials.values.iter().map(|(_, v)| v.clone()));
-            Ok(credentials)
+            Err(err) => {
+                return Err(GuestReply::Err(failures::credentials_unavailable(&err, engine.words)));
+            }
+        };
+        // A value the scrubber cannot match safely (too short) could come back in a result
+        // unscrubbed: refuse the call rather than send it.
+        if !credentials.values.is_empty() {
+            if let Err(err) = Scrubber::new(credentials.values.iter().map(|(_, v)| v)) {
+                return Err(GuestReply::Err(failures::credential_unusable(namespace, &err, engine.words)));
+            }
         }
+        self.secret_values.borrow_mut().extend(credentials.values.iter().map(|(_, v)| v.clone()));
+        Ok(credentials)
     }
 
     async fn call_upstream(
