@@ -19,6 +19,7 @@ pub mod fakes;
 pub mod index;
 pub mod limits;
 pub mod manifest;
+pub mod oauth;
 pub mod pending;
 pub mod policy;
 pub mod ports;

@@ -60,6 +60,10 @@ pub enum SecretsError {
     /// The keychain (or its fallback) could not be read.
     #[error("the secret store is unavailable: {0}")]
     Unavailable(String),
+    /// An OAuth connection whose tokens the authorization server no longer takes: a person
+    /// must sign in again.
+    #[error("connection `{connection}` of `{namespace}` needs signing in again: {reason}")]
+    SignInRequired { namespace: String, connection: String, reason: String },
 }
 
 /// Where credential values live. Resolved only at the moment of an upstream request.
@@ -70,6 +74,42 @@ pub trait Secrets: MaybeSend + MaybeSync {
         namespace: &'a Namespace,
         connection: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Credentials, SecretsError>>;
+
+    /// The source refused `rejected` as not (or no longer) valid: credentials worth one more
+    /// try (an OAuth connection's refreshed token, or one another process stored meanwhile),
+    /// `None` when there are none and the call fails as it is.
+    fn rejected<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        rejected: &'a Credentials,
+    ) -> BoxFuture<'a, Result<Option<Credentials>, SecretsError>> {
+        let _ = (namespace, rejected);
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// One form post to an OAuth token endpoint.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TokenPost {
+    pub url: String,
+    /// An `Authorization` header value (client authentication), when the client sends one.
+    pub authorization: Option<String>,
+    /// `application/x-www-form-urlencoded`.
+    pub body: String,
+}
+
+impl fmt::Debug for TokenPost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenPost").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+/// An OAuth token endpoint, reached over the host's HTTP client. The host follows no
+/// redirect, gives up after its timeout, and reads at most
+/// [`crate::oauth::MAX_TOKEN_RESPONSE_BYTES`] of the answer (more is an error).
+pub trait TokenEndpoint: MaybeSend + MaybeSync {
+    /// Posts the form; the status and body, or why there is no answer.
+    fn post<'a>(&'a self, request: &'a TokenPost) -> BoxFuture<'a, Result<(u16, Vec<u8>), String>>;
 }
 
 /// One upstream tool call.
@@ -96,6 +136,10 @@ pub enum UpstreamError {
     Protocol(String),
     #[error("the source refused the call: {message}")]
     Refused { message: String, status: Option<i64> },
+    /// The source answered HTTP 401 (or 403 for the token): it does not take the connection's
+    /// credentials. Never reaches the hub's own client as an HTTP status.
+    #[error("the source does not take the connection's credentials: {0}")]
+    Unauthorized(String),
 }
 
 /// Upstream sources. Returns the raw MCP `CallToolResult` JSON.

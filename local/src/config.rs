@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use capabilities_core::address::Namespace;
 use capabilities_core::catalog::{Catalog, SourceView};
 use capabilities_core::manifest::Manifest;
+use capabilities_core::oauth::OAuthClient;
 use capabilities_core::policy::PolicyState;
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,10 @@ pub struct ConnectionRecord {
     pub name: String,
     #[serde(default)]
     pub slots: Vec<String>,
+    /// An OAuth connection: the client it signed in as. Its tokens are a secret value, slot
+    /// `#oauth` (see `oauth::tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthClient>,
 }
 
 /// `connections/<namespace>.json`.

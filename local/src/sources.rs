@@ -17,7 +17,7 @@ use crate::config::{
 };
 use crate::error::UsageError;
 use crate::store::Store;
-use crate::upstream::{PoolOptions, SourcePool, SourceSpec, SourceTransport};
+use crate::upstream::{PoolOptions, SourceError, SourcePool, SourceSpec, SourceTransport};
 
 /// The source a person named on the command line, with its record; a usage error when the name
 /// is not a namespace, and an error saying where to look when no such source exists.
@@ -34,6 +34,26 @@ pub fn named_source(store: &Store, name: &str) -> Result<(Namespace, SourceRecor
 /// Starts the source, lists its tools (every page) and stops it. A failure carries the tail of
 /// what the source wrote to stderr.
 pub fn read_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Vec<Value>> {
+    match list_tools(spec, credentials)? {
+        Listed::Tools(tools) => Ok(tools),
+        Listed::AuthRequired { .. } => bail!(
+            "{}\nthe server wants a sign-in: run `capabilities hub auth {}`",
+            SourceError::AuthRequired { namespace: spec.namespace.clone(), status: 401, challenge: None },
+            spec.namespace
+        ),
+    }
+}
+
+/// What listing a source's tools came to: its tools, or the server's refusal of the
+/// credentials (with its `WWW-Authenticate` challenge), which a sign-in may answer.
+#[derive(Debug)]
+pub enum Listed {
+    Tools(Vec<Value>),
+    AuthRequired { status: u16, challenge: Option<String> },
+}
+
+/// [`read_tools`], telling a refusal of the credentials apart from every other failure.
+pub fn list_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Listed> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,7 +64,10 @@ pub fn read_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Vec<Va
     let tail = pool.stderr_tail(&spec.namespace);
     pool.shutdown();
     match listed {
-        Ok(tools) => Ok(tools),
+        Ok(tools) => Ok(Listed::Tools(tools)),
+        Err(SourceError::AuthRequired { status, challenge, .. }) => {
+            Ok(Listed::AuthRequired { status, challenge })
+        }
         Err(err) => {
             let mut message = err.to_string();
             let tail = tail.trim();
@@ -144,7 +167,7 @@ pub fn connections_for(spec: &SourceSpec) -> ConnectionsRecord {
         return ConnectionsRecord::default();
     }
     ConnectionsRecord {
-        connections: vec![crate::config::ConnectionRecord { name: "default".to_owned(), slots }],
+        connections: vec![crate::config::ConnectionRecord { name: "default".to_owned(), slots, oauth: None }],
         default: Some("default".to_owned()),
     }
 }

@@ -23,7 +23,8 @@ use crate::catalog::SourceView;
 use crate::manifest::Tool;
 use crate::pending::{Choice, PendingCall, PendingKind};
 use crate::ports::{
-    Bridge, Credentials, Effect, GuestCall, GuestReply, LocalBoxFuture, SecretsError, UpstreamRequest,
+    Bridge, Credentials, Effect, GuestCall, GuestReply, LocalBoxFuture, SecretsError, UpstreamError,
+    UpstreamRequest,
 };
 use crate::record::{
     CallOutcome, CallSummary, JournalEntry, JournaledCall, RunError, RunRecord, ToolFailure, call_digest,
@@ -374,10 +375,24 @@ impl<'e> AttemptBridge<'e, '_> {
                     expires_ms: now + engine.limits.approval_ttl_ms,
                 }));
             }
+            Err(SecretsError::SignInRequired { connection: name, reason, .. }) => {
+                return Err(GuestReply::Err(failures::auth_required(
+                    namespace,
+                    &name,
+                    &reason,
+                    engine.words,
+                )));
+            }
             Err(err) => {
                 return Err(GuestReply::Err(failures::credentials_unavailable(&err, engine.words)));
             }
         };
+        self.keep_scrubbable(namespace, credentials)
+    }
+
+    /// Credentials the scrubber can keep out of results, remembered for the run's scrub.
+    fn keep_scrubbable(&self, namespace: &str, credentials: Credentials) -> Result<Credentials, GuestReply> {
+        let engine = self.engine;
         // A value the scrubber cannot match safely (too short) could come back in a result
         // unscrubbed: refuse the call rather than send it.
         if !credentials.values.is_empty() {
@@ -418,14 +433,47 @@ impl<'e> AttemptBridge<'e, '_> {
             credentials,
             timeout_ms: engine.limits.upstream_timeout_ms,
         };
-        let raw = engine.upstream.call(request).await;
+        let mut raw = engine.upstream.call(request).await;
+        // Credentials the source refused get one more try when the connection has better ones
+        // (an OAuth token refreshed); the refused call did nothing, so nothing repeats.
+        let retried;
+        let mut credentials = credentials;
+        if let Err(UpstreamError::Unauthorized(_)) = &raw {
+            let namespace = address.namespace.as_str();
+            match engine.secrets.rejected(&address.namespace, credentials).await {
+                Ok(Some(fresh)) => match self.keep_scrubbable(namespace, fresh) {
+                    Ok(fresh) => {
+                        retried = fresh;
+                        credentials = &retried;
+                        let request = UpstreamRequest {
+                            namespace: &address.namespace,
+                            tool: &tool.record.name,
+                            arguments: &call.args,
+                            credentials,
+                            timeout_ms: engine.limits.upstream_timeout_ms,
+                        };
+                        raw = engine.upstream.call(request).await;
+                    }
+                    Err(reply) => return reply,
+                },
+                Ok(None) => {}
+                Err(SecretsError::SignInRequired { reason, .. }) => {
+                    raw = Err(UpstreamError::Unauthorized(reason));
+                }
+                Err(err) => raw = Err(UpstreamError::Unavailable(err.to_string())),
+            }
+        }
         let ms = engine.clock.now_ms().saturating_sub(started);
         let mut outcome = match raw {
             Ok(result) => match tool_result_value(result) {
                 Ok(value) => CallOutcome::Ok { value },
                 Err(failure) => CallOutcome::Err { failure },
             },
-            Err(err) => CallOutcome::Err { failure: failures::upstream_failure(&err, engine.words) },
+            Err(err) => {
+                let namespace = address.namespace.as_str();
+                let name = credentials.connection.as_deref().unwrap_or("default");
+                CallOutcome::Err { failure: failures::upstream_failure(&err, namespace, name, engine.words) }
+            }
         };
         let values: Vec<&String> = credentials.values.iter().map(|(_, v)| v).collect();
         if !values.is_empty() {

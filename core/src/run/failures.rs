@@ -188,6 +188,21 @@ pub(super) fn credential_unusable(
     )
 }
 
+/// A connection whose credentials the source refuses, or whose OAuth tokens the authorization
+/// server no longer takes: only a person can fix it, by signing in again.
+pub(super) fn auth_required(namespace: &str, connection: &str, why: &str, words: &HostWords) -> ToolFailure {
+    ToolFailure {
+        code: "auth_required".to_owned(),
+        message: format!("connection `{connection}` of `{namespace}` needs signing in again: {why}"),
+        hint: Some(format!(
+            "tell the user to run {}; retrying before that fails the same way",
+            words.auth_connection(namespace, connection)
+        )),
+        status: None,
+        retryable: false,
+    }
+}
+
 /// Why a call waits for a connection's credential, as the person and the model read it.
 pub(super) fn connection_reason(
     namespace: &str,
@@ -203,7 +218,12 @@ pub(super) fn connection_reason(
 }
 
 /// An upstream call that produced no result.
-pub(super) fn upstream_failure(err: &UpstreamError, words: &HostWords) -> ToolFailure {
+pub(super) fn upstream_failure(
+    err: &UpstreamError,
+    namespace: &str,
+    connection: &str,
+    words: &HostWords,
+) -> ToolFailure {
     match err {
         UpstreamError::Timeout(ms) => ToolFailure {
             code: "timeout".to_owned(),
@@ -226,6 +246,7 @@ pub(super) fn upstream_failure(err: &UpstreamError, words: &HostWords) -> ToolFa
             status: None,
             retryable: false,
         },
+        UpstreamError::Unauthorized(why) => auth_required(namespace, connection, why, words),
         UpstreamError::Refused { message, status } => ToolFailure {
             code: "upstream_error".to_owned(),
             message: message.clone(),
@@ -322,10 +343,17 @@ mod tests {
             approval_denied("a.b"),
             credentials_unavailable(&"no keychain", &words),
             credential_unusable("a", &"too short", &words),
-            upstream_failure(&UpstreamError::Timeout(5), &words),
-            upstream_failure(&UpstreamError::Unavailable("gone".to_owned()), &words),
-            upstream_failure(&UpstreamError::Protocol("bad".to_owned()), &words),
-            upstream_failure(&UpstreamError::Refused { message: "no".to_owned(), status: Some(403) }, &words),
+            upstream_failure(&UpstreamError::Timeout(5), "a", "work", &words),
+            upstream_failure(&UpstreamError::Unavailable("gone".to_owned()), "a", "work", &words),
+            upstream_failure(&UpstreamError::Protocol("bad".to_owned()), "a", "work", &words),
+            upstream_failure(
+                &UpstreamError::Refused { message: "no".to_owned(), status: Some(403) },
+                "a",
+                "work",
+                &words,
+            ),
+            upstream_failure(&UpstreamError::Unauthorized("HTTP 401".to_owned()), "a", "work", &words),
+            auth_required("a", "work", "the refresh token was revoked", &words),
         ] {
             lines.push(format!("call {}", tool_line(&f)));
         }
@@ -357,6 +385,8 @@ mod tests {
             call source_unavailable (retryable): gone | the user can run <diagnose>
             call upstream_protocol: bad | -
             call upstream_error: no | -
+            call auth_required: connection `work` of `a` needs signing in again: HTTP 401 | tell the user to run <auth a work>; retrying before that fails the same way
+            call auth_required: connection `work` of `a` needs signing in again: the refresh token was revoked | tell the user to run <auth a work>; retrying before that fails the same way
             wait connection `work` needs TOKEN; run <auth a work>"#]].assert_eq(&lines.join("\n"));
     }
 }

@@ -12,11 +12,15 @@ use clap::Args;
 
 use super::print_stdout;
 use super::review;
-use crate::config::{self, SourceRecord};
+use crate::config::{self, ConnectionRecord, ConnectionsRecord, SourceRecord};
 use crate::error::{Exit, UsageError};
+use crate::oauth::tokens;
+use crate::oauth::{SignInOptions, flow};
 use crate::platform::now_ms;
+use crate::secrets::SecretStore;
 use crate::settings::Settings;
 use crate::sources;
+use crate::sources::Listed;
 use crate::store::Store;
 use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};
 
@@ -45,6 +49,71 @@ pub struct AddArgs {
     /// Consent to run the command and accept the proposed policy without prompting.
     #[arg(long, short)]
     pub yes: bool,
+    #[command(flatten)]
+    pub sign_in: SignInArgs,
+}
+
+/// How to sign in when the server asks for OAuth.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SignInArgs {
+    /// A client id registered with the server's authorization server beforehand (otherwise the
+    /// hub uses a client ID metadata document or registers itself).
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// Read that client's secret from stdin (one line) instead of a hidden prompt; without
+    /// either the client has no secret.
+    #[arg(long, requires = "client_id")]
+    pub client_secret_stdin: bool,
+    /// Prompt for that client's secret (input hidden).
+    #[arg(long, requires = "client_id", conflicts_with = "client_secret_stdin")]
+    pub client_secret: bool,
+    /// The URL of the client ID metadata document to sign in with, when the authorization
+    /// server takes them.
+    #[arg(long, value_name = "URL", env = crate::oauth::CLIENT_METADATA_ENV)]
+    pub client_metadata_url: Option<String>,
+    /// Print the sign-in URL instead of opening a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+}
+
+impl SignInArgs {
+    /// The options a sign-in runs with; a client secret is read now, from stdin or a prompt.
+    pub fn options(&self, settings: &Settings) -> Result<SignInOptions> {
+        let client_secret = if self.client_secret_stdin {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .map_err(|e| anyhow::anyhow!("reading the client secret: {e}"))?;
+            Some(line.trim_end_matches(['\r', '\n']).to_owned())
+        } else if self.client_secret {
+            if settings.no_input {
+                return Err(UsageError(
+                    "the client secret needs a terminal; pipe it with `--client-secret-stdin`".into(),
+                )
+                .into());
+            }
+            Some(crate::secrets::read_hidden("client secret (input hidden): ")?)
+        } else {
+            None
+        };
+        if client_secret.as_deref().is_some_and(str::is_empty) {
+            return Err(UsageError("the client secret is empty; nothing was stored".into()).into());
+        }
+        Ok(SignInOptions {
+            client_id: self.client_id.clone(),
+            client_secret,
+            client_metadata_url: self.client_metadata_url.clone(),
+            no_browser: self.no_browser,
+            timeout: sign_in_timeout(),
+            scopes: Vec::new(),
+        })
+    }
+}
+
+/// A shorter wait for the browser, for tests: `CAPABILITIES_SIGN_IN_TIMEOUT_SECS`.
+fn sign_in_timeout() -> Option<std::time::Duration> {
+    let secs = std::env::var("CAPABILITIES_SIGN_IN_TIMEOUT_SECS").ok()?.parse().ok()?;
+    Some(std::time::Duration::from_secs(secs))
 }
 
 pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
@@ -80,7 +149,7 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
             }
         }
     }
-    let manifest = register(&store, &spec, &sources::credentials_from_env(&spec))?;
+    let manifest = register_signing_in(settings, &store, &spec, &args.sign_in)?;
     print_stdout(&format!(
         "added `{ns}` with {} tool{}\n",
         manifest.tools.len(),
@@ -102,6 +171,72 @@ pub fn register(store: &Store, spec: &SourceSpec, credentials: &Credentials) -> 
     eprintln!("reading the tools of `{ns}`…");
     let entries = sources::read_tools(spec, credentials)?;
     let manifest = sources::build_manifest(&namespace, &entries);
+    let record = SourceRecord { spec: spec.clone(), added_ms: now_ms() };
+    sources::write_new_source(store, &record, &manifest, &sources::connections_for(spec))?;
+    Ok(manifest)
+}
+
+/// [`register`] for `add`: a server that answers the first request with 401 (and takes no
+/// static credential) is signed in with OAuth, then registered with the tokens.
+fn register_signing_in(
+    settings: &Settings,
+    store: &Store,
+    spec: &SourceSpec,
+    sign_in: &SignInArgs,
+) -> Result<Manifest> {
+    let credentials = sources::credentials_from_env(spec);
+    let oauth =
+        matches!(&spec.transport, SourceTransport::Http { header_slots, .. } if header_slots.is_empty());
+    if !oauth {
+        return register(store, spec, &credentials);
+    }
+    let ns = spec.namespace.as_str();
+    eprintln!("reading the tools of `{ns}`…");
+    let challenge = match sources::list_tools(spec, &credentials)? {
+        Listed::Tools(tools) => return register_tools(store, spec, &tools),
+        Listed::AuthRequired { challenge, .. } => challenge,
+    };
+    eprintln!("`{ns}` asks you to sign in (OAuth)");
+    let connected = flow::connect(spec, "default", challenge, &sign_in.options(settings)?)?;
+    register_connected(store, spec, "default", &connected)
+}
+
+/// Writes a new OAuth source: its tokens, then its records; the tokens go again when the
+/// records cannot be written.
+pub fn register_connected(
+    store: &Store,
+    spec: &SourceSpec,
+    connection: &str,
+    connected: &flow::Connected,
+) -> Result<Manifest> {
+    let ns = spec.namespace.as_str();
+    let namespace =
+        Namespace::new(ns).map_err(|e| UsageError(format!("`{ns}` is not a valid namespace ({e})")))?;
+    let manifest = sources::build_manifest(&namespace, &connected.tools);
+    let secrets = SecretStore::open(store)?;
+    tokens::write(&secrets, ns, connection, &connected.signed_in.tokens)?;
+    let record = SourceRecord { spec: spec.clone(), added_ms: now_ms() };
+    let connections = ConnectionsRecord {
+        connections: vec![ConnectionRecord {
+            name: connection.to_owned(),
+            slots: Vec::new(),
+            oauth: Some(connected.signed_in.client.clone()),
+        }],
+        default: Some(connection.to_owned()),
+    };
+    if let Err(err) = sources::write_new_source(store, &record, &manifest, &connections) {
+        let _ = tokens::forget(&secrets, ns, connection);
+        return Err(err);
+    }
+    eprintln!("signed in; the tokens are in {}", secrets.describe());
+    Ok(manifest)
+}
+
+fn register_tools(store: &Store, spec: &SourceSpec, entries: &[serde_json::Value]) -> Result<Manifest> {
+    let ns = spec.namespace.as_str();
+    let namespace =
+        Namespace::new(ns).map_err(|e| UsageError(format!("`{ns}` is not a valid namespace ({e})")))?;
+    let manifest = sources::build_manifest(&namespace, entries);
     let record = SourceRecord { spec: spec.clone(), added_ms: now_ms() };
     sources::write_new_source(store, &record, &manifest, &sources::connections_for(spec))?;
     Ok(manifest)

@@ -8,13 +8,20 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::print_stdout;
+use capabilities_core::manifest::Manifest;
+use capabilities_core::ports::Credentials;
+
+use super::add::SignInArgs;
+use super::{print_stdout, review};
 use crate::config::{self, ConnectionRecord, ConnectionsRecord, read_json, write_json};
 use crate::error::{Exit, UsageError};
+use crate::oauth::flow;
 use crate::secrets::{SecretStore, SlotKey, check_connection_name, check_value, read_hidden};
 use crate::settings::Settings;
 use crate::sources;
+use crate::sources::Listed;
 use crate::store::Store;
+use crate::upstream::{SourceSpec, SourceTransport};
 
 /// Most bytes `--stdin` reads.
 const MAX_STDIN_BYTES: u64 = 64 * 1024;
@@ -31,6 +38,11 @@ pub struct AuthArgs {
     /// `capabilities hub connections` lists the slots. Each whole line is the value.
     #[arg(long)]
     pub stdin: bool,
+    /// Accept the proposed policy for the tools a first sign-in reads, without prompting.
+    #[arg(long, short)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub sign_in: SignInArgs,
 }
 
 pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
@@ -49,6 +61,9 @@ pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
     check_connection_name(&name).map_err(UsageError)?;
     let existing = record.connections.iter().find(|c| c.name == name);
     let slots = existing.map_or_else(|| source_slots.clone(), |c| c.slots.clone());
+    if slots.is_empty() && matches!(source.spec.transport, SourceTransport::Http { .. }) {
+        return sign_in(settings, &store, &source.spec, &name, &args);
+    }
     if slots.is_empty() {
         bail!(
             "`{ns}` takes no credentials: it declares no `--env` or `--header` slots; to add some, \
@@ -85,7 +100,7 @@ pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
         secrets.set(&SlotKey { namespace: ns, connection: &name, slot }, value)?;
     }
     if is_new {
-        record.connections.push(ConnectionRecord { name: name.clone(), slots: slots.clone() });
+        record.connections.push(ConnectionRecord { name: name.clone(), slots: slots.clone(), oauth: None });
         if record.default.is_none() {
             record.default = Some(name.clone());
         }
@@ -96,6 +111,45 @@ pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
         slots.join(", "),
         secrets.describe()
     ))?;
+    Ok(Exit::Ok.into())
+}
+
+/// Signs connection `name` of an HTTP source in with OAuth (again, or for the first time), and
+/// reads the tools with it when the source has none yet (an imported server that wanted a
+/// sign-in).
+fn sign_in(
+    settings: &Settings,
+    store: &Store,
+    spec: &SourceSpec,
+    name: &str,
+    args: &AuthArgs,
+) -> Result<ExitCode> {
+    let ns = spec.namespace.as_str();
+    let challenge = match sources::list_tools(spec, &Credentials::default())? {
+        Listed::AuthRequired { challenge, .. } => challenge,
+        Listed::Tools(_) => bail!(
+            "`{ns}` answers without credentials, so there is nothing to sign in to; to send a static key, \
+             remove it and add it again with `--header`"
+        ),
+    };
+    eprintln!("signing in to `{ns}` as connection `{name}` (OAuth)");
+    let connected = flow::connect(spec, name, challenge, &args.sign_in.options(settings)?)?;
+    let kept = flow::store_connection(store, ns, name, &connected.signed_in)?;
+    let scopes = connected.signed_in.tokens.scopes.join(" ");
+    print_stdout(&format!(
+        "signed in `{ns}` connection `{name}`{}; the tokens are in {kept}\n",
+        if scopes.is_empty() { String::new() } else { format!(" with scopes {scopes}") }
+    ))?;
+    let before: Option<Manifest> = read_json(store, &config::manifest_path(ns))?;
+    if before.as_ref().is_none_or(|m| m.tools.is_empty()) && !connected.tools.is_empty() {
+        let namespace = capabilities_core::address::Namespace::new(ns).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let manifest = sources::build_manifest(&namespace, &connected.tools);
+        write_json(store, &config::manifest_path(ns), &manifest)?;
+        print_stdout(&format!("read {} tools of `{ns}`\n", manifest.tools.len()))?;
+        let policy = config::load_policy(store)?;
+        let items = review::needs_review(&manifest, &policy, None);
+        review::review(settings, store, &items, args.yes)?;
+    }
     Ok(Exit::Ok.into())
 }
 

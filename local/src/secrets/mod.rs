@@ -13,11 +13,13 @@
 
 mod file;
 mod keychain;
+mod oauth;
 mod prompt;
 
 use std::sync::{Arc, OnceLock};
 
 use capabilities_core::address::Namespace;
+use capabilities_core::oauth::OAuthClient;
 use capabilities_core::ports::{BoxFuture, Credentials, Secrets, SecretsError};
 use capabilities_core::scrub::MIN_SECRET_BYTES;
 
@@ -256,10 +258,7 @@ impl LocalSecrets {
         if connection.slots.is_empty() {
             return Ok(credentials);
         }
-        let store = match self.opened.get_or_init(|| SecretStore::open(&self.store)) {
-            Ok(store) => store,
-            Err(err) => return Err(err.clone()),
-        };
+        let store = self.store()?;
         let mut missing = Vec::new();
         for slot in &connection.slots {
             match store.get(&SlotKey { namespace, connection: name, slot })? {
@@ -285,6 +284,39 @@ impl LocalSecrets {
         Ok(credentials)
     }
 
+    /// The OAuth client of `connection` (or the default), when it is an OAuth connection.
+    fn oauth_client(&self, namespace: &str, connection: Option<&str>) -> Option<(String, OAuthClient)> {
+        let (_, record) = self.sources.iter().find(|(ns, _)| ns == namespace)?;
+        let name = connection.or(record.default.as_deref())?;
+        let found = record.connections.iter().find(|c| c.name == name)?;
+        Some((found.name.clone(), found.oauth.clone()?))
+    }
+
+    /// The secret store, opened on first use (blocking).
+    fn store(&self) -> Result<&SecretStore, SecretsError> {
+        match self.opened.get_or_init(|| SecretStore::open(&self.store)) {
+            Ok(store) => Ok(store),
+            Err(err) => Err(err.clone()),
+        }
+    }
+
+    /// Runs `work` off the run's thread when a runtime is there: keychain calls and lock files
+    /// block.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&LocalSecrets) -> Result<T, SecretsError> + Send + 'static,
+    ) -> Result<T, SecretsError> {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let this = self.share();
+                handle.spawn_blocking(move || work(&this)).await.map_err(|e| {
+                    SecretsError::Unavailable(format!("reading the secret store stopped: {e}"))
+                })?
+            }
+            Err(_) => work(self),
+        }
+    }
+
     fn share(&self) -> LocalSecrets {
         LocalSecrets { sources: self.sources.clone(), store: self.store.clone(), opened: self.opened.clone() }
     }
@@ -299,24 +331,36 @@ impl Secrets for LocalSecrets {
         let namespace = namespace.to_string();
         let connection = connection.map(str::to_owned);
         Box::pin(async move {
+            if let Some((name, client)) = self.oauth_client(&namespace, connection.as_deref()) {
+                return self.oauth_credentials(&namespace, &name, &client, None).await;
+            }
             if !self.reads_store(&namespace, connection.as_deref()) {
                 return self.lookup(&namespace, connection.as_deref());
             }
             // Keychain calls block (D-Bus round trips): keep them off the run's thread.
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    let this = self.share();
-                    handle
-                        .spawn_blocking(move || this.lookup(&namespace, connection.as_deref()))
-                        .await
-                        .map_err(|e| {
-                            SecretsError::Unavailable(format!("reading the secret store stopped: {e}"))
-                        })?
-                }
-                Err(_) => self.lookup(&namespace, connection.as_deref()),
-            }
+            self.blocking(move |this| this.lookup(&namespace, connection.as_deref())).await
         })
     }
+
+    fn rejected<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        rejected: &'a Credentials,
+    ) -> BoxFuture<'a, Result<Option<Credentials>, SecretsError>> {
+        Box::pin(async move {
+            let Some((name, client)) = self.oauth_client(namespace.as_str(), rejected.connection.as_deref())
+            else {
+                return Ok(None);
+            };
+            let token =
+                rejected.values.iter().find(|(slot, _)| slot == oauth_slot()).map(|(_, v)| v.as_str());
+            self.oauth_credentials(namespace.as_str(), &name, &client, token).await.map(Some)
+        })
+    }
+}
+
+fn oauth_slot() -> &'static str {
+    crate::oauth::tokens::SLOT
 }
 
 #[cfg(test)]

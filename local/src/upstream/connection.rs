@@ -11,7 +11,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::http::{self, TapClient};
+use super::http::{self, Refusal, TapClient};
 use super::stderr::{StderrTail, scrub};
 use super::stdio::{self, ServerProcess, StdioSpec};
 use super::tap::RawTap;
@@ -21,6 +21,8 @@ use super::{HeaderSlot, SourceError, SourceSpec, SourceTransport};
 pub(super) struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     tap: RawTap,
+    /// HTTP only: the source's last refusal of the credentials.
+    refusal: Option<Refusal>,
     process: Option<ServerProcess>,
     tail: Option<StderrTail>,
     /// SHA-256 over the spec and the credential values it started with.
@@ -114,6 +116,7 @@ impl Connection {
                 return Ok(Connection {
                     service,
                     tap,
+                    refusal: None,
                     process: Some(process),
                     tail: Some(tail),
                     fingerprint,
@@ -150,7 +153,12 @@ impl Connection {
         let url = http::check_url(url).map_err(config_error)?;
         let headers = http::credential_headers(header_slots, credentials).map_err(config_error)?;
         let secrets: Vec<String> = credentials.values.iter().map(|(_, value)| value.clone()).collect();
-        let client = TapClient { http: http::client(timeout).map_err(config_error)?, tap: tap.clone() };
+        let refusal = Refusal::default();
+        let client = TapClient {
+            http: http::client(timeout).map_err(config_error)?,
+            tap: tap.clone(),
+            refusal: refusal.clone(),
+        };
         let mut config =
             rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                 url.as_str(),
@@ -158,9 +166,20 @@ impl Connection {
         config.custom_headers = headers;
         let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
         match tokio::time::timeout(timeout, client_config().serve(transport)).await {
-            Ok(Ok(service)) => {
-                Ok(Connection { service, tap, process: None, tail: None, fingerprint, secrets })
-            }
+            Ok(Ok(service)) => Ok(Connection {
+                service,
+                tap,
+                refusal: Some(refusal),
+                process: None,
+                tail: None,
+                fingerprint,
+                secrets,
+            }),
+            Ok(Err(_)) if let Some(challenge) = refusal.take() => Err(SourceError::AuthRequired {
+                namespace: namespace.to_owned(),
+                status: challenge.status,
+                challenge: challenge.header,
+            }),
             Ok(Err(error)) => Err(SourceError::Start {
                 namespace: namespace.to_owned(),
                 reason: format!("`initialize` at {url} failed: {}", scrub(&error.to_string(), &secrets)),
@@ -201,6 +220,16 @@ impl Connection {
         }
     }
 
+    /// The source's refusal of the credentials, if the last failure was one.
+    fn refused(&self, namespace: &str) -> Option<SourceError> {
+        let challenge = self.refusal.as_ref()?.take()?;
+        Some(SourceError::AuthRequired {
+            namespace: namespace.to_owned(),
+            status: challenge.status,
+            challenge: challenge.header,
+        })
+    }
+
     fn service_error(
         &self,
         namespace: &str,
@@ -208,6 +237,9 @@ impl Connection {
         timeout: Duration,
         error: ServiceError,
     ) -> SourceError {
+        if let Some(refused) = self.refused(namespace) {
+            return refused;
+        }
         let namespace = namespace.to_owned();
         match error {
             ServiceError::McpError(data) => SourceError::Refused {

@@ -6,9 +6,10 @@
 //! origin and the method (307, 308); any other redirect ends the request. Response headers
 //! never reach a result: the pool returns JSON bodies only.
 //!
-//! `tools/list` and `tools/call` are posted here rather than by rmcp's reqwest client, because
-//! that client parses a JSON body straight into rmcp's typed model; everything else (initialize,
-//! notifications, the GET stream, session delete) goes through rmcp's client unchanged.
+//! Every message is posted here rather than by rmcp's reqwest client: that client parses a JSON
+//! body straight into rmcp's typed model (the raw answers to `tools/list` and `tools/call` are
+//! kept in the tap), and it reports a 401 only when a challenge header comes with it. The GET
+//! stream and session delete go through rmcp's client unchanged.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,7 +22,8 @@ use futures_util::stream::BoxStream;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    AuthRequiredError, InsufficientScopeError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use serde_json::Value;
 use sse_stream::{Error as SseError, Sse, SseStream};
@@ -49,7 +51,7 @@ const MAX_REDIRECTS: usize = 5;
 const MAX_SSE_BYTES: usize = 32 * 1024 * 1024;
 
 /// Checks a source URL: http(s), and plain http only on loopback.
-pub(crate) fn check_url(url: &str) -> Result<reqwest::Url, String> {
+pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("its URL `{url}` does not parse: {e}"))?;
     match parsed.scheme() {
         "https" => Ok(parsed),
@@ -73,6 +75,13 @@ pub(crate) fn credential_headers(
     credentials: &Credentials,
 ) -> Result<HashMap<HeaderName, HeaderValue>, String> {
     let mut headers = HashMap::new();
+    // An OAuth connection's access token: always the bearer token.
+    if let Some((_, token)) = credentials.values.iter().find(|(slot, _)| slot == crate::oauth::tokens::SLOT) {
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the OAuth access token is not a valid header value".to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     for slot in slots {
         let name = header_name(&slot.name)?;
         let Some((_, value)) =
@@ -128,11 +137,38 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
     })
 }
 
-/// rmcp's reqwest client plus the tap.
+/// rmcp's reqwest client plus the tap, and what the source said when it refused the
+/// connection's credentials.
 #[derive(Clone)]
 pub(crate) struct TapClient {
     pub(crate) http: reqwest::Client,
     pub(crate) tap: RawTap,
+    pub(crate) refusal: Refusal,
+}
+
+/// The last 401 or 403 a source answered, with its `WWW-Authenticate` challenge: rmcp reports
+/// only that a request failed, so the connection looks here to tell a refused credential from
+/// any other failure.
+#[derive(Clone, Default)]
+pub(crate) struct Refusal(Arc<std::sync::Mutex<Option<Challenge>>>);
+
+/// A source's refusal of the credentials it was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Challenge {
+    pub(crate) status: u16,
+    /// The `WWW-Authenticate` header, when there was one.
+    pub(crate) header: Option<String>,
+}
+
+impl Refusal {
+    fn set(&self, challenge: Challenge) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(challenge);
+    }
+
+    /// The refusal, if one came since the last take.
+    pub(crate) fn take(&self) -> Option<Challenge> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
 }
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -168,31 +204,8 @@ impl StreamableHttpClient for TapClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = PostResult> + Send + '_ {
-        let tapped = matches!(&message, JsonRpcMessage::Request(request)
-            if matches!(request.request.method(), "tools/list" | "tools/call"));
-        let fut: BoxFuture<'_, PostResult> = if tapped {
-            Box::pin(self.post_tapped(uri, message, session_id, auth_header, custom_headers, limits))
-        } else {
-            Box::pin(async move {
-                let response = self
-                    .http
-                    .post_message_with_response_limits(
-                        uri,
-                        message,
-                        session_id,
-                        auth_header,
-                        custom_headers,
-                        limits,
-                    )
-                    .await?;
-                Ok(match response {
-                    StreamableHttpPostResponse::Sse(stream, session) => {
-                        StreamableHttpPostResponse::Sse(tap_sse(stream, self.tap.clone()), session)
-                    }
-                    other => other,
-                })
-            })
-        };
+        let fut: BoxFuture<'_, PostResult> =
+            Box::pin(self.post(uri, message, session_id, auth_header, custom_headers, limits));
         fut
     }
 
@@ -238,8 +251,9 @@ impl StreamableHttpClient for TapClient {
 }
 
 impl TapClient {
-    /// Posts a request and keeps its raw answer, JSON or SSE.
-    async fn post_tapped(
+    /// Posts a message. The raw answers to `tools/list` and `tools/call` go to the tap; a 401 or
+    /// 403 is kept as the connection's refusal, whether or not it carries a challenge.
+    async fn post(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
@@ -259,8 +273,24 @@ impl TapClient {
         if let Some(session) = &session_id {
             request = request.header(SESSION_HEADER, session.as_ref());
         }
+        let tapped = matches!(&message, JsonRpcMessage::Request(request)
+            if matches!(request.request.method(), "tools/list" | "tools/call"));
         let response = request.json(&message).send().await?;
         let status = response.status();
+        if matches!(status, reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN) {
+            let header = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok())
+                .map(|value| super::stderr::shorten(value, 2048));
+            self.refusal.set(Challenge { status: status.as_u16(), header: header.clone() });
+            let header = header.unwrap_or_default();
+            return Err(if status == reqwest::StatusCode::UNAUTHORIZED {
+                StreamableHttpError::AuthRequired(AuthRequiredError::new(header))
+            } else {
+                StreamableHttpError::InsufficientScope(InsufficientScopeError::new(header, None))
+            });
+        }
         if status == reqwest::StatusCode::NOT_FOUND && had_session {
             return Err(StreamableHttpError::SessionExpired);
         }
@@ -326,7 +356,9 @@ impl TapClient {
             Some("application/json") => {
                 let body = read_limited(response, limits.max_json_response_size).await?;
                 let raw: Value = serde_json::from_slice(&body)?;
-                self.tap.observe(&raw);
+                if tapped {
+                    self.tap.observe(&raw);
+                }
                 let message: ServerJsonRpcMessage = serde_json::from_value(raw)?;
                 Ok(StreamableHttpPostResponse::Json(message, session))
             }

@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use http::check_url;
 pub use pool::{HealthState, PoolOptions, SourceHealth, SourcePool};
 pub use pooled::PooledUpstream;
 
@@ -104,6 +105,10 @@ pub enum SourceError {
     Refused { namespace: String, method: String, message: String, code: Option<i64> },
     #[error("source `{namespace}` lists more than {limit} tools; the hub stops there")]
     TooManyTools { namespace: String, limit: usize },
+    /// An HTTP source answered 401 or 403: it wants credentials (OAuth, when its challenge or
+    /// its metadata says so) or does not take the ones it was sent.
+    #[error("source `{namespace}` does not take the credentials it was sent (HTTP {status})")]
+    AuthRequired { namespace: String, status: u16, challenge: Option<String> },
 }
 
 impl From<SourceError> for capabilities_core::ports::UpstreamError {
@@ -115,6 +120,9 @@ impl From<SourceError> for capabilities_core::ports::UpstreamError {
                 UpstreamError::Protocol(error.to_string())
             }
             SourceError::Refused { message, code, .. } => UpstreamError::Refused { message, status: code },
+            SourceError::AuthRequired { status, .. } => {
+                UpstreamError::Unauthorized(format!("the source answered HTTP {status}"))
+            }
             SourceError::UnknownSource(_)
             | SourceError::Config { .. }
             | SourceError::Start { .. }

@@ -1,0 +1,99 @@
+//! The `Secrets` port for OAuth connections: the stored access token while it is good; else a
+//! refresh, by exactly one process at a time (the connection's lock file), the stored tokens
+//! read again under the lock so that a token another process just rotated is used, not
+//! refreshed again (which a rotating server would take for a replayed refresh token).
+
+use capabilities_core::oauth::{self, OAuthClient, TokenError, TokenSet};
+use capabilities_core::ports::{Credentials, SecretsError};
+
+use super::LocalSecrets;
+use crate::oauth::tokens::{self, HttpTokenEndpoint, SLOT};
+use crate::platform::now_ms;
+
+impl LocalSecrets {
+    /// Credentials of an OAuth connection. `rejected` is the access token the source just
+    /// refused, if it did: then only another token will do.
+    pub(super) async fn oauth_credentials(
+        &self,
+        namespace: &str,
+        connection: &str,
+        client: &OAuthClient,
+        rejected: Option<&str>,
+    ) -> Result<Credentials, SecretsError> {
+        let good =
+            |tokens: &TokenSet| tokens.usable(now_ms()) && Some(tokens.access_token.as_str()) != rejected;
+        let stored = self.read_tokens(namespace, connection).await?;
+        if good(&stored) {
+            return Ok(credentials(connection, &stored));
+        }
+        let (lock, stored) = {
+            let (ns, name) = (namespace.to_owned(), connection.to_owned());
+            self.blocking(move |this| {
+                let lock = tokens::lock(&this.store, &ns, &name)?;
+                let stored = this.tokens_now(&ns, &name)?;
+                Ok((lock, stored))
+            })
+            .await?
+        };
+        if good(&stored) {
+            return Ok(credentials(connection, &stored));
+        }
+        if let Some(reason) = &stored.needs_sign_in {
+            return Err(sign_in_required(namespace, connection, reason));
+        }
+        let endpoint = HttpTokenEndpoint::new().map_err(SecretsError::Unavailable)?;
+        let refreshed = oauth::refresh(client, &stored, &endpoint, now_ms()).await;
+        let (ns, name) = (namespace.to_owned(), connection.to_owned());
+        let result = match refreshed {
+            Ok(fresh) => {
+                let kept = fresh.clone();
+                self.blocking(move |this| tokens::write(this.store()?, &ns, &name, &kept)).await?;
+                Ok(credentials(connection, &fresh))
+            }
+            Err(TokenError::Refused(why)) => {
+                let refused = stored.refused(why.clone());
+                self.blocking(move |this| tokens::write(this.store()?, &ns, &name, &refused)).await?;
+                Err(sign_in_required(namespace, connection, &why))
+            }
+            Err(TokenError::Failed(why)) => Err(SecretsError::Unavailable(format!(
+                "refreshing the OAuth token of `{namespace}/{connection}` failed: {why}; the next call tries \
+                 again"
+            ))),
+        };
+        drop(lock);
+        result
+    }
+
+    async fn read_tokens(&self, namespace: &str, connection: &str) -> Result<TokenSet, SecretsError> {
+        let (ns, name) = (namespace.to_owned(), connection.to_owned());
+        self.blocking(move |this| this.tokens_now(&ns, &name)).await
+    }
+
+    /// The stored tokens (blocking); a connection never signed in needs signing in.
+    fn tokens_now(&self, namespace: &str, connection: &str) -> Result<TokenSet, SecretsError> {
+        match tokens::read(self.store()?, namespace, connection)? {
+            Some(tokens) => {
+                if let Some(reason) = &tokens.needs_sign_in {
+                    return Err(sign_in_required(namespace, connection, reason));
+                }
+                Ok(tokens)
+            }
+            None => Err(sign_in_required(namespace, connection, "it has no tokens yet")),
+        }
+    }
+}
+
+fn credentials(connection: &str, tokens: &TokenSet) -> Credentials {
+    Credentials {
+        connection: Some(connection.to_owned()),
+        values: vec![(SLOT.to_owned(), tokens.access_token.clone())],
+    }
+}
+
+fn sign_in_required(namespace: &str, connection: &str, reason: &str) -> SecretsError {
+    SecretsError::SignInRequired {
+        namespace: namespace.to_owned(),
+        connection: connection.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
