@@ -6,6 +6,7 @@ mod support;
 
 mod concurrency;
 mod conformance;
+mod conformance_client;
 mod i1_secrets;
 mod i2_decisions;
 mod i3_authority;
