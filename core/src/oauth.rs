@@ -91,6 +91,10 @@ pub struct TokenSet {
     /// and this says why. No token is kept then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs_sign_in: Option<String>,
+    /// Scopes a source asked for (403 `insufficient_scope`) that the tokens lack: the next
+    /// sign-in asks for them too. The tokens stay good for what they cover.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted_scopes: Vec<String>,
 }
 
 impl fmt::Debug for TokenSet {
@@ -103,6 +107,7 @@ impl fmt::Debug for TokenSet {
             .field("scopes", &self.scopes)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "[secret]"))
             .field("needs_sign_in", &self.needs_sign_in)
+            .field("wanted_scopes", &self.wanted_scopes)
             .finish()
     }
 }
@@ -142,6 +147,21 @@ impl TokenSet {
 
     pub fn from_json(text: &str) -> Result<TokenSet, String> {
         serde_json::from_str(text).map_err(|e| format!("the stored tokens do not parse ({e})"))
+    }
+
+    /// The scopes a `WWW-Authenticate` challenge names (`scope="a b"`), if it is an
+    /// `insufficient_scope` one.
+    pub fn challenge_scopes(challenge: &str) -> Vec<String> {
+        if !challenge.contains("insufficient_scope") {
+            return Vec::new();
+        }
+        let Some(at) = challenge.find("scope=") else { return Vec::new() };
+        let rest = &challenge[at + "scope=".len()..];
+        let value = match rest.strip_prefix('"') {
+            Some(quoted) => quoted.split('"').next().unwrap_or(""),
+            None => rest.split([',', ' ']).next().unwrap_or(""),
+        };
+        value.split_whitespace().map(str::to_owned).collect()
     }
 
     pub fn to_json(&self) -> String {
@@ -290,6 +310,7 @@ fn read_refresh_inner(
         scopes,
         client_secret: previous.client_secret.clone(),
         needs_sign_in: None,
+        wanted_scopes: previous.wanted_scopes.clone(),
     })
 }
 
@@ -337,6 +358,7 @@ mod tests {
             scopes: vec!["mcp:tools".into()],
             client_secret: Some("s3cret:&=".into()),
             needs_sign_in: None,
+            wanted_scopes: Vec::new(),
         }
     }
 

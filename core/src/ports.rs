@@ -82,8 +82,9 @@ pub trait Secrets: MaybeSend + MaybeSync {
         &'a self,
         namespace: &'a Namespace,
         rejected: &'a Credentials,
+        challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Credentials>, SecretsError>> {
-        let _ = (namespace, rejected);
+        let _ = (namespace, rejected, challenge);
         Box::pin(async { Ok(None) })
     }
 }
@@ -138,8 +139,12 @@ pub enum UpstreamError {
     Refused { message: String, status: Option<i64> },
     /// The source answered HTTP 401 (or 403 for the token): it does not take the connection's
     /// credentials. Never reaches the hub's own client as an HTTP status.
-    #[error("the source does not take the connection's credentials: {0}")]
-    Unauthorized(String),
+    #[error("the source does not take the connection's credentials: {message}")]
+    Unauthorized {
+        message: String,
+        /// Its `WWW-Authenticate` challenge (which may name the scopes it wants).
+        challenge: Option<String>,
+    },
 }
 
 /// Upstream sources. Returns the raw MCP `CallToolResult` JSON.

@@ -438,9 +438,10 @@ impl<'e> AttemptBridge<'e, '_> {
         // (an OAuth token refreshed); the refused call did nothing, so nothing repeats.
         let retried;
         let mut credentials = credentials;
-        if let Err(UpstreamError::Unauthorized(_)) = &raw {
+        if let Err(UpstreamError::Unauthorized { challenge, .. }) = &raw {
             let namespace = address.namespace.as_str();
-            match engine.secrets.rejected(&address.namespace, credentials).await {
+            let challenge = challenge.clone();
+            match engine.secrets.rejected(&address.namespace, credentials, challenge.as_deref()).await {
                 Ok(Some(fresh)) => match self.keep_scrubbable(namespace, fresh) {
                     Ok(fresh) => {
                         retried = fresh;
@@ -458,7 +459,7 @@ impl<'e> AttemptBridge<'e, '_> {
                 },
                 Ok(None) => {}
                 Err(SecretsError::SignInRequired { reason, .. }) => {
-                    raw = Err(UpstreamError::Unauthorized(reason));
+                    raw = Err(UpstreamError::Unauthorized { message: reason, challenge: None });
                 }
                 Err(err) => raw = Err(UpstreamError::Unavailable(err.to_string())),
             }

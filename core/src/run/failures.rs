@@ -246,7 +246,7 @@ pub(super) fn upstream_failure(
             status: None,
             retryable: false,
         },
-        UpstreamError::Unauthorized(why) => auth_required(namespace, connection, why, words),
+        UpstreamError::Unauthorized { message, .. } => auth_required(namespace, connection, message, words),
         UpstreamError::Refused { message, status } => ToolFailure {
             code: "upstream_error".to_owned(),
             message: message.clone(),
@@ -352,7 +352,12 @@ mod tests {
                 "work",
                 &words,
             ),
-            upstream_failure(&UpstreamError::Unauthorized("HTTP 401".to_owned()), "a", "work", &words),
+            upstream_failure(
+                &UpstreamError::Unauthorized { message: "HTTP 401".to_owned(), challenge: None },
+                "a",
+                "work",
+                &words,
+            ),
             auth_required("a", "work", "the refresh token was revoked", &words),
         ] {
             lines.push(format!("call {}", tool_line(&f)));

@@ -133,7 +133,9 @@ fn sign_in(
         ),
     };
     eprintln!("signing in to `{ns}` as connection `{name}` (OAuth)");
-    let connected = flow::connect(spec, name, challenge, &args.sign_in.options(settings)?)?;
+    let mut options = args.sign_in.options(settings)?;
+    options.scopes = wanted_scopes(store, ns, name)?;
+    let connected = flow::connect(spec, name, challenge, &options)?;
     let kept = flow::store_connection(store, ns, name, &connected.signed_in)?;
     let scopes = connected.signed_in.tokens.scopes.join(" ");
     print_stdout(&format!(
@@ -151,6 +153,24 @@ fn sign_in(
         review::review(settings, store, &items, args.yes)?;
     }
     Ok(Exit::Ok.into())
+}
+
+/// What the connection had plus what a source asked for since (a step-up), when it asked for
+/// anything; empty otherwise, so the server's challenge and metadata decide.
+fn wanted_scopes(store: &Store, ns: &str, name: &str) -> Result<Vec<String>> {
+    let record: ConnectionsRecord = read_json(store, &config::connections_path(ns))?.unwrap_or_default();
+    let Some(client) = record.connections.iter().find(|c| c.name == name).and_then(|c| c.oauth.clone())
+    else {
+        return Ok(Vec::new());
+    };
+    let secrets = SecretStore::open(store)?;
+    let stored = crate::oauth::tokens::read(&secrets, ns, name).ok().flatten().unwrap_or_default();
+    if stored.wanted_scopes.is_empty() {
+        return Ok(Vec::new());
+    }
+    eprintln!("asking for the scopes `{ns}` wanted: {}", stored.wanted_scopes.join(" "));
+    let had = if stored.scopes.is_empty() { client.scopes } else { stored.scopes };
+    Ok(flow::union(&had, stored.wanted_scopes))
 }
 
 /// One value per slot from stdin, a line each.

@@ -4,6 +4,7 @@
 //! connection's record, tokens first, so a failure leaves nothing half-stored.
 
 use anyhow::{Context, Result, anyhow, bail};
+use capabilities_core::oauth::TokenSet;
 use capabilities_core::ports::Credentials;
 use serde_json::Value;
 
@@ -63,7 +64,7 @@ pub fn connect(
                     "the server asks for more scopes; signing in again ({} of {MAX_SIGN_INS})",
                     attempt + 1
                 );
-                options.scopes = union(&signed_in.client.scopes, scope_of(&header));
+                options.scopes = union(&signed_in.client.scopes, TokenSet::challenge_scopes(&header));
                 challenge = Some(header);
             }
             Listed::AuthRequired { status, .. } => bail!(
@@ -112,18 +113,7 @@ pub fn store_connection(
     Ok(secrets.describe())
 }
 
-/// The scopes a challenge names.
-fn scope_of(header: &str) -> Vec<String> {
-    let Some(at) = header.find("scope=") else { return Vec::new() };
-    let rest = &header[at + "scope=".len()..];
-    let value = match rest.strip_prefix('"') {
-        Some(quoted) => quoted.split('"').next().unwrap_or(""),
-        None => rest.split([',', ' ']).next().unwrap_or(""),
-    };
-    value.split_whitespace().map(str::to_owned).collect()
-}
-
-fn union(had: &[String], more: Vec<String>) -> Vec<String> {
+pub fn union(had: &[String], more: Vec<String>) -> Vec<String> {
     let mut all = had.to_vec();
     for scope in more {
         if !all.contains(&scope) {

@@ -19,7 +19,7 @@ mod prompt;
 use std::sync::{Arc, OnceLock};
 
 use capabilities_core::address::Namespace;
-use capabilities_core::oauth::OAuthClient;
+use capabilities_core::oauth::{OAuthClient, TokenSet};
 use capabilities_core::ports::{BoxFuture, Credentials, Secrets, SecretsError};
 use capabilities_core::scrub::MIN_SECRET_BYTES;
 
@@ -346,12 +346,19 @@ impl Secrets for LocalSecrets {
         &'a self,
         namespace: &'a Namespace,
         rejected: &'a Credentials,
+        challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<Credentials>, SecretsError>> {
         Box::pin(async move {
             let Some((name, client)) = self.oauth_client(namespace.as_str(), rejected.connection.as_deref())
             else {
                 return Ok(None);
             };
+            // A token that lacks a scope is not cured by a refresh: a person signs in for more.
+            let wanted = challenge.map(TokenSet::challenge_scopes).unwrap_or_default();
+            if !wanted.is_empty() {
+                self.note_wanted_scopes(namespace.as_str(), &name, wanted).await?;
+                return Ok(None);
+            }
             let token =
                 rejected.values.iter().find(|(slot, _)| slot == oauth_slot()).map(|(_, v)| v.as_str());
             self.oauth_credentials(namespace.as_str(), &name, &client, token).await.map(Some)

@@ -64,6 +64,32 @@ impl LocalSecrets {
         result
     }
 
+    /// Keeps the scopes a source asked for with the connection's tokens, for the next sign-in.
+    pub(super) async fn note_wanted_scopes(
+        &self,
+        namespace: &str,
+        connection: &str,
+        wanted: Vec<String>,
+    ) -> Result<(), SecretsError> {
+        let (ns, name) = (namespace.to_owned(), connection.to_owned());
+        self.blocking(move |this| {
+            let _lock = tokens::lock(&this.store, &ns, &name)?;
+            let mut stored = this.tokens_now(&ns, &name)?;
+            let mut changed = false;
+            for scope in wanted {
+                if !stored.scopes.contains(&scope) && !stored.wanted_scopes.contains(&scope) {
+                    stored.wanted_scopes.push(scope);
+                    changed = true;
+                }
+            }
+            if changed {
+                tokens::write(this.store()?, &ns, &name, &stored)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn read_tokens(&self, namespace: &str, connection: &str) -> Result<TokenSet, SecretsError> {
         let (ns, name) = (namespace.to_owned(), connection.to_owned());
         self.blocking(move |this| this.tokens_now(&ns, &name)).await

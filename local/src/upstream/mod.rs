@@ -120,8 +120,12 @@ impl From<SourceError> for capabilities_core::ports::UpstreamError {
                 UpstreamError::Protocol(error.to_string())
             }
             SourceError::Refused { message, code, .. } => UpstreamError::Refused { message, status: code },
-            SourceError::AuthRequired { status, .. } => {
-                UpstreamError::Unauthorized(format!("the source answered HTTP {status}"))
+            SourceError::AuthRequired { status, challenge, .. } => {
+                let message = match status {
+                    403 => "the source answered HTTP 403: the token lacks a scope it needs".to_owned(),
+                    _ => format!("the source answered HTTP {status}"),
+                };
+                UpstreamError::Unauthorized { message, challenge }
             }
             SourceError::UnknownSource(_)
             | SourceError::Config { .. }
