@@ -42,6 +42,7 @@ pub struct Proposal {
     pub seen_in: Vec<String>,
     pub secrets: Vec<PlainSecret>,
     pub from_env: Vec<(String, String)>,
+    pub notes: Vec<String>,
 }
 
 /// What the importer found in the harnesses.
@@ -66,6 +67,45 @@ pub struct Outcome {
     pub failed: Vec<(String, String)>,
     /// Sources whose credentials still need `capabilities hub auth`.
     pub need_auth: Vec<String>,
+    /// Remote servers that did not answer; not added, and not a failure of the import.
+    pub unreachable: Vec<String>,
+    /// Remote servers that want an OAuth sign-in (`capabilities hub auth`) before their tools
+    /// can be read; added with none yet.
+    pub need_sign_in: Vec<String>,
+}
+
+/// What adding one proposal came to.
+enum Registered {
+    Tools(capabilities_core::manifest::Manifest),
+    SignInNeeded,
+}
+
+/// Adds one proposal as `hub add` would, except that a remote server wanting an OAuth sign-in
+/// is added with no tools yet rather than failing the import: the sign-in needs a browser and
+/// a person, one server at a time, with `capabilities hub auth`.
+fn register(store: &Store, proposal: &Proposal) -> Result<Registered> {
+    let credentials = credentials_for(proposal);
+    let spec = &proposal.spec;
+    let oauth =
+        matches!(&spec.transport, SourceTransport::Http { header_slots, .. } if header_slots.is_empty());
+    if !oauth {
+        return super::add::register(store, spec, &credentials).map(Registered::Tools);
+    }
+    let namespace = Namespace::new(&spec.namespace).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!("reading the tools of `{namespace}`…");
+    let entries = match sources::list_tools(spec, &credentials)? {
+        sources::Listed::Tools(entries) => entries,
+        sources::Listed::AuthRequired { .. } => {
+            let manifest = capabilities_core::manifest::Manifest { namespace, tools: Vec::new() };
+            let record = config::SourceRecord { spec: spec.clone(), added_ms: crate::platform::now_ms() };
+            sources::write_new_source(store, &record, &manifest, &config::ConnectionsRecord::default())?;
+            return Ok(Registered::SignInNeeded);
+        }
+    };
+    let manifest = sources::build_manifest(&namespace, &entries);
+    let record = config::SourceRecord { spec: spec.clone(), added_ms: crate::platform::now_ms() };
+    sources::write_new_source(store, &record, &manifest, &sources::connections_for(spec))?;
+    Ok(Registered::Tools(manifest))
 }
 
 pub fn run(settings: &Settings, args: ImportArgs) -> Result<ExitCode> {
@@ -103,14 +143,9 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
         }
     }
     // Every source starts and lists its tools at the same time; records are written by each.
-    let registered: Vec<Result<capabilities_core::manifest::Manifest>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .proposals
-            .iter()
-            .map(|proposal| {
-                scope.spawn(move || super::add::register(store, &proposal.spec, &credentials_for(proposal)))
-            })
-            .collect();
+    let registered: Vec<Result<Registered>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            plan.proposals.iter().map(|proposal| scope.spawn(move || register(store, proposal))).collect();
         handles
             .into_iter()
             .map(|h| {
@@ -122,10 +157,22 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
     for (proposal, registered) in plan.proposals.iter().zip(registered) {
         let ns = proposal.spec.namespace.clone();
         match registered {
-            Ok(manifest) => {
+            Ok(Registered::SignInNeeded) => {
+                outcome.added.push((ns.clone(), 0));
+                outcome.need_sign_in.push(ns);
+                continue;
+            }
+            Ok(Registered::Tools(manifest)) => {
                 outcome.added.push((ns.clone(), manifest.tools.len()));
                 let policy = config::load_policy(store)?;
                 to_review.extend(review::needs_review(&manifest, &policy, None));
+            }
+            Err(err) if matches!(proposal.spec.transport, SourceTransport::Http { .. }) => {
+                // A remote server that does not answer now (offline, moved) is left out without
+                // failing the import; adding it later is one command.
+                eprintln!("could not add `{ns}`: {err:#}");
+                outcome.unreachable.push(ns);
+                continue;
             }
             Err(err) => {
                 eprintln!("could not add `{ns}`: {err:#}");
@@ -159,7 +206,11 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
     }
     let mut summary = String::new();
     for (ns, tools) in &outcome.added {
-        let _ = writeln!(summary, "added `{ns}` with {tools} tool{}", plural(*tools));
+        if outcome.need_sign_in.contains(ns) {
+            let _ = writeln!(summary, "added `{ns}`; it wants a sign-in before its tools can be read");
+        } else {
+            let _ = writeln!(summary, "added `{ns}` with {tools} tool{}", plural(*tools));
+        }
     }
     if settings.json {
         eprint!("{summary}");
@@ -172,8 +223,33 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
             "`{ns}` needs its credential in the hub before calls reach it: run `capabilities hub auth {ns}`"
         );
     }
+    for ns in &outcome.unreachable {
+        let url = plan
+            .proposals
+            .iter()
+            .find(|p| p.spec.namespace == *ns)
+            .and_then(|p| match &p.spec.transport {
+                SourceTransport::Http { url, .. } => Some(url.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        eprintln!(
+            "`{ns}` was not added: its server did not answer; add it later with `capabilities hub add {url}`"
+        );
+    }
+    for ns in &outcome.need_sign_in {
+        eprintln!(
+            "`{ns}` signs in with OAuth: run `capabilities hub auth {ns}` to sign in and read its tools"
+        );
+    }
     for (ns, _) in &outcome.failed {
         eprintln!("`{ns}` was not added; fix what the error says, then run `capabilities hub import` again");
+    }
+    if !outcome.added.is_empty() {
+        eprintln!(
+            "the harnesses still reach these servers directly; point them at the hub with \
+             `capabilities hub connect` (it keeps a backup)"
+        );
     }
     Ok(outcome)
 }
@@ -276,6 +352,7 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
             seen_in: vec![place],
             secrets: converted.secrets,
             from_env: converted.from_env,
+            notes: converted.note.into_iter().collect(),
         });
     }
     plan
@@ -336,6 +413,9 @@ pub fn render_plan(plan: &Plan) -> String {
         }
         for (slot, var) in &proposal.from_env {
             let _ = writeln!(out, "    credential {slot} from ${var}");
+        }
+        for note in &proposal.notes {
+            let _ = writeln!(out, "    {note}");
         }
     }
     for (place, ns) in &plan.known {

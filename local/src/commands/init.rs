@@ -1,5 +1,5 @@
 //! `capabilities hub init`: create the hub's home and say what to do next; with `--import`, run
-//! the importer and offer to connect the harnesses.
+//! the importer too. Connecting the harnesses stays `capabilities hub connect`, its own step.
 
 use std::process::ExitCode;
 
@@ -7,18 +7,18 @@ use anyhow::Result;
 use clap::Args;
 
 use super::print_stdout;
-use super::review;
 use crate::error::Exit;
 use crate::settings::Settings;
 use crate::store::Store;
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// Also import the MCP servers your harnesses have, then offer to connect them.
+    /// Also import the MCP servers your harnesses have (`capabilities hub connect` then points
+    /// the harnesses at the hub).
     #[arg(long)]
     pub import: bool,
-    /// Consent to import, run the listed commands, accept the proposed policy and connect,
-    /// without prompting.
+    /// Consent to import, run the listed commands and accept the proposed policy, without
+    /// prompting.
     #[arg(long, short)]
     pub yes: bool,
 }
@@ -43,20 +43,8 @@ pub fn run(settings: &Settings, args: InitArgs) -> Result<ExitCode> {
         }
         return Ok(Exit::Ok.into());
     }
+    // Importing only: connecting the harnesses is `hub connect`, a step of its own with its own
+    // backup, which the importer's last line names.
     let outcome = super::import::import(settings, &store, &[], args.yes)?;
-    let connect = if args.yes {
-        true
-    } else if settings.no_input {
-        eprintln!("connect your harnesses with `capabilities hub connect`");
-        false
-    } else {
-        review::ask(settings, "Connect your harnesses to the hub now? [Y/n] ", true)?
-    };
-    if connect {
-        let steps = super::connect::connect(settings, &store, &[], false)?;
-        if steps.iter().any(|s| s.action == "failed") {
-            return Ok(Exit::Failure.into());
-        }
-    }
     Ok(if outcome.failed.is_empty() { Exit::Ok } else { Exit::Failure }.into())
 }

@@ -44,6 +44,8 @@ pub struct Converted {
     pub secrets: Vec<PlainSecret>,
     /// Slots whose value the harness takes from its own environment (`${VAR}`), by variable.
     pub from_env: Vec<(String, String)>,
+    /// What the import changed about the entry, for the plan (an SSE URL taken as `/mcp`).
+    pub note: Option<String>,
 }
 
 /// Parses a harness file's text into a JSON value, whatever its format.
@@ -172,14 +174,28 @@ pub fn convert(entry: &Value) -> Result<Converted> {
             transport: SourceTransport::Stdio { command, args, env, env_slots, cwd },
             secrets,
             from_env,
+            note: None,
         });
     }
     let Some(url) = url else {
         bail!("the entry has neither a `command` nor a `url`");
     };
-    if entry.get("type").and_then(Value::as_str) == Some("sse") || url.ends_with("/sse") {
-        bail!("`{url}` is an SSE endpoint; the hub speaks streamable HTTP only, add its /mcp URL by hand");
-    }
+    let sse = entry.get("type").and_then(Value::as_str) == Some("sse")
+        || url.trim_end_matches('/').ends_with("/sse");
+    let note = sse.then(|| format!("`{url}` is an SSE endpoint; the hub tries its streamable HTTP endpoint"));
+    let url = if sse {
+        // The old SSE transport is gone from the spec; servers that offered it publish streamable
+        // HTTP beside it, by convention at `/mcp` where the SSE endpoint was `/sse`.
+        match url.trim_end_matches('/').strip_suffix("/sse") {
+            Some(base) => format!("{base}/mcp"),
+            None => bail!(
+                "`{url}` is an SSE endpoint and the hub speaks streamable HTTP only; add the server's \
+                 streamable HTTP URL with `capabilities hub add`"
+            ),
+        }
+    } else {
+        url
+    };
     let mut header_slots = Vec::new();
     let headers = entry.get("headers").or_else(|| entry.get("http_headers"));
     for (name, value) in headers.and_then(Value::as_object).into_iter().flatten() {
@@ -210,7 +226,7 @@ pub fn convert(entry: &Value) -> Result<Converted> {
             from_env.push((name.clone(), var.to_owned()));
         }
     }
-    Ok(Converted { transport: SourceTransport::Http { url, header_slots }, secrets, from_env })
+    Ok(Converted { transport: SourceTransport::Http { url, header_slots }, secrets, from_env, note })
 }
 
 /// The key two entries share when they are the same server: the command line, or the URL.
@@ -404,6 +420,7 @@ mod tests {
                             "MY_KEY",
                         ),
                     ],
+                    note: None,
                 },
                 Converted {
                     transport: Http {
@@ -424,6 +441,7 @@ mod tests {
                         PlainSecret(X-Team: ***),
                     ],
                     from_env: [],
+                    note: None,
                 },
                 Converted {
                     transport: Http {
@@ -442,6 +460,7 @@ mod tests {
                             "X_TOKEN",
                         ),
                     ],
+                    note: None,
                 },
             ]
         "#]]

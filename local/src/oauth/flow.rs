@@ -131,10 +131,11 @@ mod tests {
     fn step_up_asks_for_the_union() {
         let header =
             r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="x""#;
-        assert_eq!(scope_of(header), ["mcp:basic", "mcp:write"]);
-        assert_eq!(scope_of("Bearer scope=a, error=x"), ["a"]);
+        assert_eq!(TokenSet::challenge_scopes(header), ["mcp:basic", "mcp:write"]);
+        assert_eq!(TokenSet::challenge_scopes("Bearer error=insufficient_scope, scope=a"), ["a"]);
+        assert!(TokenSet::challenge_scopes(r#"Bearer error="invalid_token", scope="a""#).is_empty());
         assert_eq!(
-            union(&["mcp:basic".into(), "offline_access".into()], scope_of(header)),
+            union(&["mcp:basic".into(), "offline_access".into()], TokenSet::challenge_scopes(header)),
             ["mcp:basic", "offline_access", "mcp:write"]
         );
     }

@@ -182,12 +182,16 @@ fn import_merges_duplicates_and_leaves_the_harness_files_alone() {
         to import:
           memory  MEMORY_FILE_PATH=$HOME/memory-claude.jsonl node $MEMORY
             from claude-code (user) memory, claude-code (project $HOME/code/app) notes, codex (user) memory, claude-desktop (user) memory, hermes (user) memory
+          old_remote  https://mcp.example.com/mcp
+            from claude-code (user) old-remote
+            `https://mcp.example.com/sse` is an SSE endpoint; the hub tries its streamable HTTP endpoint
           memory_2  MEMORY_FILE_PATH=$HOME/memory-cursor.jsonl node $MEMORY --cursor
             from cursor (user) memory
             credentials in plain text: API_TOKEN
-        skipped claude-code (user) old-remote: `https://mcp.example.com/sse` is an SSE endpoint; the hub speaks streamable HTTP only, add its /mcp URL by hand
+          docs  https://docs.example.com/mcp
+            from antigravity (user) docs
+            `https://docs.example.com/sse` is an SSE endpoint; the hub tries its streamable HTTP endpoint
         skipped codex (user) switched_off: turned off in its harness
-        skipped antigravity (user) docs: `https://docs.example.com/sse` is an SSE endpoint; the hub speaks streamable HTTP only, add its /mcp URL by hand
         skipped hermes (user) github: turned off in its harness
         found 1 skill in claude-code; importing skills comes in a later release
         added `memory` with 9 tools
@@ -224,9 +228,18 @@ fn import_merges_duplicates_and_leaves_the_harness_files_alone() {
     let stored = std::fs::read_to_string(machine.hub().join("connections/memory_2.json")).unwrap();
     assert!(!stored.contains("plaintext-cursor-token"), "a credential reached the store: {stored}");
 
-    // A second import finds everything in the hub already.
+    // The remote servers did not answer (no such hosts here): they are named, left out, and do
+    // not fail the import.
+    assert!(ran.stderr.contains("`old_remote` was not added: its server did not answer; add it later with `capabilities hub add https://mcp.example.com/mcp`"), "{}", ran.stderr);
+
+    // A second import finds everything else in the hub already and offers only those two again.
     let again = ok(&machine.run(&["hub", "import", "--yes"])).stdout.clone();
-    assert!(!again.contains("to import:"), "{again}");
+    let proposed: Vec<&str> = again
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("    "))
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(proposed, ["old_remote", "docs"], "{again}");
     assert!(again.contains("already in the hub as `memory`"), "{again}");
 }
 
@@ -234,8 +247,13 @@ fn import_merges_duplicates_and_leaves_the_harness_files_alone() {
 fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_bytes() {
     let machine = Machine::new().with_harnesses();
     let before = machine.snapshot();
-    ok(&machine.run(&["hub", "init", "--import", "--yes"]));
-    // `init --import --yes` connected already; connecting again changes nothing.
+    let init = machine.run(&["hub", "init", "--import", "--yes"]);
+    ok(&init);
+    // `init --import` imports only and says how to connect; connecting twice changes nothing the
+    // second time.
+    assert!(init.stderr.contains("`capabilities hub connect`"), "{}", init.stderr);
+    assert!(machine.json(".claude.json")["mcpServers"].get("capabilities").is_none());
+    ok(&machine.run(&["hub", "connect"]));
     let again = machine.run(&["hub", "connect"]);
     ok(&again);
     expect![[r#"
@@ -512,7 +530,7 @@ fn doctor_reports_a_healthy_hub_then_a_source_that_does_not_start() {
 }
 
 #[test]
-fn servers_added_with_the_harness_clis_are_imported_and_connected_in_one_init() {
+fn servers_added_with_the_harness_clis_are_imported_by_init_and_connected_by_connect() {
     let machine = Machine::new();
     let memory = memory_server();
     let memory = memory.to_str().unwrap();
@@ -525,6 +543,12 @@ fn servers_added_with_the_harness_clis_are_imported_and_connected_in_one_init() 
     ok(&ran);
     assert!(ran.stdout.contains("added `memory` with 9 tools"), "{}", ran.stdout);
     assert!(ran.stdout.contains("from claude-code (user) memory, codex (user) memory"), "{}", ran.stdout);
+    assert!(
+        ran.stderr.lines().last().is_some_and(|l| l.contains("`capabilities hub connect`")),
+        "{}",
+        ran.stderr
+    );
+    ok(&machine.run(&["hub", "connect"]));
 
     let listed = ok(&machine.cli("claude", &["mcp", "list"])).stdout.clone();
     let line = listed.lines().find(|l| l.starts_with("capabilities:")).unwrap_or_else(|| panic!("{listed}"));
