@@ -112,6 +112,11 @@ impl RunStore for MemoryStore {
 pub struct TableSecrets {
     pub table: BTreeMap<(String, String), Vec<(String, String)>>,
     pub resolved: AtomicUsize,
+    /// What a connection's credentials become once the source refuses them (an OAuth token
+    /// refreshed); a connection not listed has nothing better.
+    pub refreshed: BTreeMap<(String, String), Vec<(String, String)>>,
+    /// Every refusal reported, with the challenge that came with it.
+    pub rejections: Mutex<Vec<Option<String>>>,
 }
 
 impl Secrets for TableSecrets {
@@ -133,6 +138,22 @@ impl Secrets for TableSecrets {
                     slots: vec!["TOKEN".to_owned()],
                 }),
             }
+        })
+    }
+
+    fn rejected<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        rejected: &'a Credentials,
+        challenge: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Credentials>, SecretsError>> {
+        Box::pin(async move {
+            self.rejections.lock().expect("not poisoned").push(challenge.map(str::to_owned));
+            let Some(name) = rejected.connection.as_deref() else { return Ok(None) };
+            Ok(self
+                .refreshed
+                .get(&(namespace.to_string(), name.to_owned()))
+                .map(|values| Credentials { connection: Some(name.to_owned()), values: values.clone() }))
         })
     }
 }

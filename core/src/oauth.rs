@@ -253,7 +253,7 @@ fn read_refresh_inner(
         let description =
             json.as_ref().and_then(|j| j.get("error_description")).and_then(Value::as_str).map(short);
         let said = match (&error, &description) {
-            (Some(error), Some(description)) => format!("`{error}` ({description})"),
+            (Some(error), Some(description)) => format!("`{error}`: {description}"),
             (Some(error), None) => format!("`{error}`"),
             _ => format!("HTTP {status}"),
         };
@@ -427,13 +427,13 @@ mod tests {
         assert!(matches!(failed(200, &vec![b' '; MAX_TOKEN_RESPONSE_BYTES + 1]), TokenError::Failed(_)));
         assert_eq!(
             failed(400, br#"{"error":"invalid_grant","error_description":"grant request is invalid"}"#),
-            TokenError::Refused("`invalid_grant` (grant request is invalid)".into())
+            TokenError::Refused("`invalid_grant`: grant request is invalid".into())
         );
         assert_eq!(failed(503, b"busy"), TokenError::Failed("HTTP 503".into()));
         // A server that quotes the refresh token back never gets it into an error text.
         assert_eq!(
             failed(400, br#"{"error":"invalid_grant","error_description":"rt-one-1234 is revoked"}"#),
-            TokenError::Refused("`invalid_grant` ([secret] is revoked)".into())
+            TokenError::Refused("`invalid_grant`: [secret] is revoked".into())
         );
     }
 

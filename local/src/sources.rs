@@ -179,6 +179,38 @@ fn slot_names(spec: &SourceSpec) -> Vec<String> {
     }
 }
 
+/// Credentials for reading a source's tools from the CLI: an OAuth connection's stored token
+/// (refreshed when it expired), else [`credentials_from_env`].
+pub fn cli_credentials(
+    config: &crate::config::HubConfig,
+    store: &Store,
+    spec: &SourceSpec,
+) -> Result<Credentials> {
+    let oauth = config.sources.iter().any(|(record, _, connections)| {
+        record.spec.namespace == spec.namespace
+            && connections
+                .connections
+                .iter()
+                .any(|c| Some(&c.name) == connections.default.as_ref() && c.oauth.is_some())
+    });
+    if !oauth {
+        return Ok(credentials_from_env(spec));
+    }
+    use capabilities_core::ports::Secrets as _;
+    let namespace = Namespace::new(&spec.namespace).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let secrets = crate::secrets::LocalSecrets::new(config, store);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(secrets.resolve(&namespace, None)).map_err(|e| match e {
+        capabilities_core::ports::SecretsError::SignInRequired { connection, reason, .. } => anyhow::anyhow!(
+            "connection `{connection}` needs a sign-in ({reason}): run `capabilities hub auth {namespace} --connection {connection}`"
+        ),
+        other => anyhow::anyhow!("{other}"),
+    })
+}
+
 /// Credentials for listing a source's tools from the CLI: each slot's value from the variable
 /// of the same name in this shell's environment, when it is set.
 pub fn credentials_from_env(spec: &SourceSpec) -> Credentials {

@@ -39,6 +39,10 @@ pub(super) fn attempt_end(end: AttemptEnd, pending: bool, limits: &Limits, lines
             let hint = match code.as_str() {
                 "approval_denied" => "a person denied this call; do not retry it, tell the user",
                 "policy_denied" => "policy forbids this tool; pick another or ask the user to change policy",
+                "auth_required" => {
+                    "a connection needs a person to sign in again: tell the user the command the error \
+                     names; retrying before that fails the same way"
+                }
                 _ => "catch errors around calls that may fail, or fix the code and run it again",
             };
             let at = thrown_at(err.stack.as_deref(), lines)
@@ -312,6 +316,7 @@ mod tests {
             AttemptEnd::Threw(thrown(None)),
             AttemptEnd::Threw(thrown(Some("approval_denied"))),
             AttemptEnd::Threw(thrown(Some("policy_denied"))),
+            AttemptEnd::Threw(thrown(Some("auth_required"))),
             AttemptEnd::Limit(LimitKind::Compute),
             AttemptEnd::Limit(LimitKind::Wall),
             AttemptEnd::Limit(LimitKind::Memory),
@@ -369,6 +374,7 @@ mod tests {
             run  uncaught_error: ToolError: boom (line 9) | catch errors around calls that may fail, or fix the code and run it again
             run  approval_denied: ToolError: boom (line 9) | a person denied this call; do not retry it, tell the user
             run  policy_denied: ToolError: boom (line 9) | policy forbids this tool; pick another or ask the user to change policy
+            run  auth_required: ToolError: boom (line 9) | a connection needs a person to sign in again: tell the user the command the error names; retrying before that fails the same way
             run  compute_limit: the code ran for more than 10000 ms of compute | look for an endless loop, or do less work per execute
             run  wall_limit: the attempt took longer than 90000 ms | split the work into several execute calls
             run  memory_limit: the code used more than 67108864 bytes of memory | process less data at once

@@ -7,17 +7,21 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use capabilities_core::address::Namespace;
+use capabilities_core::manifest::Manifest;
+use capabilities_core::ports::{Credentials, Secrets, SecretsError};
 use clap::Args;
 use serde_json::json;
 
 use super::print_stdout;
-use crate::config::HubConfig;
+use crate::config::{ConnectionsRecord, HubConfig};
 use crate::error::Exit;
 use crate::harness::{self, edit, read};
+use crate::secrets::LocalSecrets;
 use crate::settings::Settings;
 use crate::sources;
 use crate::store::{SCHEMA_VERSION, Store};
-use crate::upstream::{PoolOptions, SourcePool};
+use crate::upstream::{PoolOptions, SourceError, SourcePool};
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -83,7 +87,7 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
     if config.problems.is_empty() {
         checks.push(ok("store", "records", format!("{} source record(s) readable", config.sources.len())));
     }
-    checks.extend(source_checks(&config, Duration::from_secs(args.timeout.max(1)))?);
+    checks.extend(source_checks(&config, &store, Duration::from_secs(args.timeout.max(1)))?);
     let token = store.root().join("http-token");
     if let Ok(meta) = std::fs::metadata(&token) {
         let mode = meta.permissions().mode() & 0o777;
@@ -180,7 +184,7 @@ fn permissions(home: &Path) -> Vec<Check> {
 }
 
 /// Starts every source, lists its tools within `timeout`, and reports each.
-fn source_checks(config: &HubConfig, timeout: Duration) -> Result<Vec<Check>> {
+fn source_checks(config: &HubConfig, store: &Store, timeout: Duration) -> Result<Vec<Check>> {
     if config.sources.is_empty() {
         return Ok(vec![ok(
             "sources",
@@ -195,19 +199,80 @@ fn source_checks(config: &HubConfig, timeout: Duration) -> Result<Vec<Check>> {
         .context("starting the async runtime")?;
     let options = PoolOptions { start_timeout: timeout, list_timeout: timeout, ..PoolOptions::default() };
     let pool = SourcePool::with_sources(options, config.sources.iter().map(|(r, _, _)| r.spec.clone()));
-    let listed =
-        runtime.block_on(futures_util::future::join_all(config.sources.iter().map(|(record, _, _)| {
+    let secrets = LocalSecrets::new(config, store);
+    let listed = runtime.block_on(futures_util::future::join_all(config.sources.iter().map(
+        |(record, _, connections)| {
             let pool = pool.clone();
             let spec = record.spec.clone();
+            let secrets = &secrets;
+            let oauth = connections
+                .connections
+                .iter()
+                .find(|c| Some(&c.name) == connections.default.as_ref())
+                .is_some_and(|c| c.oauth.is_some());
             async move {
-                let credentials = sources::credentials_from_env(&spec);
-                let result = tokio::time::timeout(timeout * 2, pool.list_tools(&spec, &credentials)).await;
+                // An OAuth connection is checked with its stored tokens (refreshed if they expired),
+                // a static one with the values this shell's environment has.
+                let credentials = if oauth {
+                    match Namespace::new(&spec.namespace) {
+                        Ok(namespace) => secrets.resolve(&namespace, None).await,
+                        Err(e) => Err(SecretsError::Unavailable(e.to_string())),
+                    }
+                } else {
+                    Ok(sources::credentials_from_env(&spec))
+                };
+                let result = match &credentials {
+                    Ok(credentials) => {
+                        Some(tokio::time::timeout(timeout * 2, pool.list_tools(&spec, credentials)).await)
+                    }
+                    Err(_) => None,
+                };
                 (spec, credentials, result)
             }
-        })));
+        },
+    )));
     let mut checks = Vec::new();
     for ((spec, credentials, result), (_, manifest, connections)) in listed.into_iter().zip(&config.sources) {
         let ns = spec.namespace.clone();
+        let check = match (credentials, result) {
+            (Ok(credentials), Some(result)) => {
+                source_check(&pool, &ns, &credentials, result, manifest.as_ref(), connections, timeout)
+            }
+            (Err(SecretsError::SignInRequired { connection, reason, .. }), _) => problem(
+                "sources",
+                ns.clone(),
+                format!("connection `{connection}` needs a sign-in: {reason}"),
+                format!("run `capabilities hub auth {ns} --connection {connection}`"),
+            ),
+            (Err(err), _) => problem(
+                "sources",
+                ns.clone(),
+                err.to_string(),
+                format!("check the secret store (see `keychain` above), then `capabilities hub auth {ns}`"),
+            ),
+            (Ok(_), None) => {
+                problem("sources", ns.clone(), "it was not checked".to_owned(), "run doctor again".to_owned())
+            }
+        };
+        checks.push(check);
+    }
+    pool.shutdown();
+    runtime.shutdown_background();
+    Ok(checks)
+}
+
+/// The check of one source that listed (or failed to list) its tools.
+fn source_check(
+    pool: &SourcePool,
+    ns: &str,
+    credentials: &Credentials,
+    result: Result<Result<Vec<serde_json::Value>, SourceError>, tokio::time::error::Elapsed>,
+    manifest: Option<&Manifest>,
+    connections: &ConnectionsRecord,
+    timeout: Duration,
+) -> Check {
+    let ns = ns.to_owned();
+    {
         let missing: Vec<String> = connections
             .connections
             .iter()
@@ -234,6 +299,10 @@ fn source_checks(config: &HubConfig, timeout: Duration) -> Result<Vec<Check>> {
                 }
                 ok("sources", ns, detail)
             }
+            Ok(Err(err @ SourceError::AuthRequired { .. })) => {
+                let fix = format!("sign in (again) with `capabilities hub auth {ns}`");
+                problem("sources", ns, err.to_string(), fix)
+            }
             Ok(Err(err)) => {
                 let fix = if missing.is_empty() {
                     format!(
@@ -254,11 +323,8 @@ fn source_checks(config: &HubConfig, timeout: Duration) -> Result<Vec<Check>> {
                 format!("check that it starts by hand, then `capabilities hub refresh {ns}`"),
             ),
         };
-        checks.push(check);
+        check
     }
-    pool.shutdown();
-    runtime.shutdown_background();
-    Ok(checks)
 }
 
 /// Which harnesses have the hub's entry, and whether the command it runs still exists.

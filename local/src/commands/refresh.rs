@@ -43,7 +43,9 @@ pub fn run(settings: &Settings, args: RefreshArgs) -> Result<ExitCode> {
     for (record, before, _) in selected {
         let ns = record.spec.namespace.as_str();
         let Ok(namespace) = Namespace::new(ns) else { continue };
-        let entries = match sources::read_tools(&record.spec, &sources::credentials_from_env(&record.spec)) {
+        let entries = match sources::cli_credentials(&config, &store, &record.spec)
+            .and_then(|credentials| sources::read_tools(&record.spec, &credentials))
+        {
             Ok(entries) => entries,
             Err(err) => {
                 eprintln!("error: {ns}: {err:#}");

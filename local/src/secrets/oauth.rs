@@ -50,7 +50,8 @@ impl LocalSecrets {
                 self.blocking(move |this| tokens::write(this.store()?, &ns, &name, &kept)).await?;
                 Ok(credentials(connection, &fresh))
             }
-            Err(TokenError::Refused(why)) => {
+            Err(TokenError::Refused(said)) => {
+                let why = format!("the authorization server refused to refresh its token ({said})");
                 let refused = stored.refused(why.clone());
                 self.blocking(move |this| tokens::write(this.store()?, &ns, &name, &refused)).await?;
                 Err(sign_in_required(namespace, connection, &why))

@@ -5,6 +5,7 @@ mod cli;
 mod demo;
 mod elicit;
 mod harness;
+mod oauth;
 mod page;
 mod secrets;
 mod serve;

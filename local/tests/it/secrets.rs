@@ -236,7 +236,7 @@ fn without_a_keychain_the_private_file_is_used_and_announced() {
 
     let listed = hub.run(&["connections", "everything"], None);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
-    assert!(listed.stdout.starts_with("* default  API_TOKEN (filled)\n"), "{}", listed.stdout);
+    assert!(listed.stdout.starts_with("* default  static: API_TOKEN (filled)\n"), "{}", listed.stdout);
     assert!(listed.stderr.contains(NO_KEYCHAIN), "warned again: {}", listed.stderr);
 
     let ran = hub.run(&["--json", "exec", "return await everything.getEnv({})"], None);

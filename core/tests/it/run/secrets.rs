@@ -163,3 +163,66 @@ fn a_credential_too_short_to_scrub_never_leaves() {
         .assert_eq(&render(&envelope));
     assert_eq!(hub.upstream.count(), 0, "nothing went upstream");
 }
+
+/// `chat.whoami` that takes only `good` as its token, as a source that answers 401.
+fn takes_only(good: &'static str) -> capabilities_core::fakes::FakeUpstream {
+    use capabilities_core::ports::UpstreamError;
+    capabilities_core::fakes::FakeUpstream::default().with(
+        "chat",
+        "whoami",
+        Box::new(move |_, credentials| {
+            if credentials.values.iter().any(|(_, v)| v == good) {
+                Ok(serde_json::json!({ "content": [{ "type": "text", "text": "hello" }] }))
+            } else {
+                Err(UpstreamError::Unauthorized {
+                    message: "the source answered HTTP 401".into(),
+                    challenge: Some(r#"Bearer error="invalid_token""#.into()),
+                })
+            }
+        }),
+    )
+}
+
+#[test]
+fn a_refused_credential_gets_one_more_try_with_what_the_connection_has_now() {
+    let mut hub = Hub::new();
+    const FRESH: &str = "sk-work-fresh-7788";
+    hub.upstream = takes_only(FRESH);
+    hub.secrets.refreshed.insert(("chat".into(), "work".into()), vec![("TOKEN".into(), FRESH.into())]);
+    let envelope = hub.execute("return await chat.whoami({})");
+    assert_eq!(envelope.status, "completed", "{}", pretty(&envelope));
+    assert_eq!(hub.upstream.count(), 2, "the refused call is sent once more, no more");
+    assert_eq!(*hub.secrets.rejections.lock().unwrap(), [Some(r#"Bearer error="invalid_token""#.to_owned())]);
+    // One intent and one outcome in the journal: the refused attempt did nothing upstream.
+    let journal = hub.store.journal(&envelope.run_id);
+    assert_eq!(journal.len(), 2, "{journal:?}");
+    assert_no_secret("the envelope", &render(&envelope), FRESH);
+}
+
+#[test]
+fn a_credential_refused_again_fails_with_auth_required_naming_the_sign_in() {
+    let mut hub = Hub::new();
+    hub.upstream = takes_only("nothing-the-hub-has");
+    hub.secrets
+        .refreshed
+        .insert(("chat".into(), "work".into()), vec![("TOKEN".into(), "sk-still-wrong-11".into())]);
+    let envelope = hub.execute(
+        "try { await chat.whoami({}) } catch (e) { return { code: e.code, hint: e.hint, retryable: e.retryable } }",
+    );
+    assert_eq!(hub.upstream.count(), 2, "one retry, never a loop");
+    expect![[r#"
+        {
+          "code": "auth_required",
+          "hint": "tell the user to run `capabilities hub auth chat --connection work`; retrying before that fails the same way",
+          "retryable": false
+        }"#]]
+    .assert_eq(&serde_json::to_string_pretty(&envelope.result).unwrap());
+    assert_no_secret("the envelope", &render(&envelope), "sk-still-wrong-11");
+
+    // Nothing better to offer: the first refusal is the answer.
+    let mut hub = Hub::new();
+    hub.upstream = takes_only("nothing-the-hub-has");
+    let envelope = hub.execute("try { await chat.whoami({}) } catch (e) { return e.code }");
+    assert_eq!(envelope.result, Some(serde_json::json!("auth_required")));
+    assert_eq!(hub.upstream.count(), 1);
+}
