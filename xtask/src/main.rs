@@ -42,6 +42,10 @@ commands:
            measure `hub serve --stdio` (release build, 30 rounds unless told): start to
            initialize and tools/list, idle memory, and execute of one call against the same
            call made directly
+  bench-oauth [rounds]
+           measure a call on an OAuth connection through `hub serve --stdio` against the
+           node/oauth fixture (release build, 30 rounds unless told): the first call after the
+           access token expired against a warm call, with the token and MCP requests of each
   fuzz [--seconds N]
            build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
            N seconds (default 60); also run by `invariants --long`
@@ -83,6 +87,7 @@ fn run() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         Some("invariants") => invariants(args.get(1).is_some_and(|a| a == "--long")),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
+        Some("bench-oauth") => bench_oauth(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("wasm") => wasm(),
         Some("hosted") => hosted::hosted(&args[1..]),
@@ -162,6 +167,14 @@ fn bench_serve(rounds: &str) -> Result<()> {
     let mut node = Command::new("node");
     node.arg("local/benches/serve.mjs").arg(target_dir().join("release/capabilities")).arg(rounds);
     step("bench-serve", node)
+}
+
+fn bench_oauth(rounds: &str) -> Result<()> {
+    ensure_node_packages()?;
+    step("build (release)", cargo(&["build", "--release", "--locked", "-p", "capabilities"]))?;
+    let mut node = Command::new(workspace_root().join("node/node_modules/.bin/node"));
+    node.arg("local/benches/oauth.mjs").arg(target_dir().join("release/capabilities")).arg(rounds);
+    step("bench-oauth", node)
 }
 
 fn evals(extra: &[String]) -> Result<()> {
