@@ -57,16 +57,13 @@ pub struct AddArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct SignInArgs {
     /// A client id registered with the server's authorization server beforehand (otherwise the
-    /// hub uses a client ID metadata document or registers itself).
+    /// hub uses a client ID metadata document or registers itself). Its secret is asked for at
+    /// a prompt that does not echo (leave it empty for a public client).
     #[arg(long, value_name = "ID")]
     pub client_id: Option<String>,
-    /// Read that client's secret from stdin (one line) instead of a hidden prompt; without
-    /// either the client has no secret.
+    /// Read that client's secret from stdin (one line) instead of the prompt.
     #[arg(long, requires = "client_id")]
     pub client_secret_stdin: bool,
-    /// Prompt for that client's secret (input hidden).
-    #[arg(long, requires = "client_id", conflicts_with = "client_secret_stdin")]
-    pub client_secret: bool,
     /// The URL of the client ID metadata document to sign in with, when the authorization
     /// server takes them.
     #[arg(long, value_name = "URL", env = crate::oauth::CLIENT_METADATA_ENV)]
@@ -83,22 +80,23 @@ impl SignInArgs {
             let mut line = String::new();
             std::io::stdin()
                 .read_line(&mut line)
-                .map_err(|e| anyhow::anyhow!("reading the client secret: {e}"))?;
-            Some(line.trim_end_matches(['\r', '\n']).to_owned())
-        } else if self.client_secret {
-            if settings.no_input {
+                .map_err(|e| anyhow::anyhow!("reading the client secret from stdin: {e}"))?;
+            let secret = line.trim_end_matches(['\r', '\n']).to_owned();
+            if secret.is_empty() {
                 return Err(UsageError(
-                    "the client secret needs a terminal; pipe it with `--client-secret-stdin`".into(),
+                    "stdin held no client secret; leave `--client-secret-stdin` out for a public client"
+                        .into(),
                 )
                 .into());
             }
-            Some(crate::secrets::read_hidden("client secret (input hidden): ")?)
+            Some(secret)
+        } else if self.client_id.is_some() && !settings.no_input {
+            let secret =
+                crate::secrets::read_hidden("client secret (input hidden; empty for a public client): ")?;
+            (!secret.is_empty()).then_some(secret)
         } else {
             None
         };
-        if client_secret.as_deref().is_some_and(str::is_empty) {
-            return Err(UsageError("the client secret is empty; nothing was stored".into()).into());
-        }
         Ok(SignInOptions {
             client_id: self.client_id.clone(),
             client_secret,

@@ -229,3 +229,34 @@ fn explain(error: &AuthError) -> String {
         other => format!("{other}; nothing was stored"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document the site publishes names itself at the URL the hub signs in with.
+    #[test]
+    fn the_published_client_metadata_document_is_the_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../site/oauth/client-metadata.json");
+        let document: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(document["client_id"], DEFAULT_CLIENT_METADATA_URL);
+        assert_eq!(document["token_endpoint_auth_method"], "none");
+        assert_eq!(document["redirect_uris"], serde_json::json!(["http://127.0.0.1/callback"]));
+    }
+
+    #[test]
+    fn a_secret_is_posted_only_where_basic_is_not_offered() {
+        let metadata = |methods: serde_json::Value| -> AuthorizationMetadata {
+            serde_json::from_value(serde_json::json!({
+                "authorization_endpoint": "https://as.example/authorize",
+                "token_endpoint": "https://as.example/token",
+                "token_endpoint_auth_methods_supported": methods,
+            }))
+            .unwrap()
+        };
+        assert!(posts_secret(&metadata(serde_json::json!(["client_secret_post"]))));
+        assert!(!posts_secret(&metadata(serde_json::json!(["client_secret_basic", "client_secret_post"]))));
+        assert!(!posts_secret(&metadata(serde_json::Value::Null)));
+    }
+}

@@ -200,6 +200,11 @@ impl SecretStore {
                 let key = SlotKey { namespace, connection: &connection.name, slot };
                 deleted += usize::from(self.delete(&key)?);
             }
+            if connection.oauth.is_some() {
+                let key =
+                    SlotKey { namespace, connection: &connection.name, slot: crate::oauth::tokens::SLOT };
+                deleted += usize::from(self.delete(&key)?);
+            }
         }
         Ok(deleted)
     }
