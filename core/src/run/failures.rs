@@ -197,7 +197,10 @@ pub(super) fn credential_unusable(
 pub(super) fn auth_required(namespace: &str, connection: &str, why: &str, words: &HostWords) -> ToolFailure {
     ToolFailure {
         code: "auth_required".to_owned(),
-        message: format!("connection `{connection}` of `{namespace}` needs signing in again: {why}"),
+        message: format!(
+            "connection `{connection}` of `{namespace}` needs signing in again with {}: {why}",
+            words.auth_connection(namespace, connection)
+        ),
         hint: Some(format!(
             "tell the user to run {}; retrying before that fails the same way",
             words.auth_connection(namespace, connection)
@@ -396,8 +399,8 @@ mod tests {
             call source_unavailable (retryable): gone | the user can run <diagnose>
             call upstream_protocol: bad | -
             call upstream_error: no | -
-            call auth_required: connection `work` of `a` needs signing in again: HTTP 401 | tell the user to run <auth a work>; retrying before that fails the same way
-            call auth_required: connection `work` of `a` needs signing in again: the refresh token was revoked | tell the user to run <auth a work>; retrying before that fails the same way
+            call auth_required: connection `work` of `a` needs signing in again with <auth a work>: HTTP 401 | tell the user to run <auth a work>; retrying before that fails the same way
+            call auth_required: connection `work` of `a` needs signing in again with <auth a work>: the refresh token was revoked | tell the user to run <auth a work>; retrying before that fails the same way
             wait connection `work` needs TOKEN; run <auth a work>"#]].assert_eq(&lines.join("\n"));
     }
 }

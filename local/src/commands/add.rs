@@ -195,7 +195,19 @@ fn register_signing_in(
         Listed::AuthRequired { challenge, .. } => challenge,
     };
     eprintln!("`{ns}` asks you to sign in (OAuth)");
-    let connected = flow::connect(spec, "default", challenge, &sign_in.options(settings)?)?;
+    // A 401 without a challenge may as well want an API key.
+    let bare = challenge.is_none();
+    let connected =
+        flow::connect(spec, "default", challenge, &sign_in.options(settings)?).map_err(|err| {
+            if bare {
+                anyhow::anyhow!(
+                    "{err:#}\nif `{ns}` takes an API key rather than an OAuth sign-in, add it with `--header \
+                 Authorization` (or the header its documentation names)"
+                )
+            } else {
+                err
+            }
+        })?;
     register_connected(store, spec, "default", &connected)
 }
 

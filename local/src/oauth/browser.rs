@@ -5,16 +5,16 @@
 
 use std::process::{Command, Stdio};
 
-pub(super) fn show(url: &str, no_browser: bool) {
+pub(super) fn show(url: &str, no_browser: bool, at_most: &str) {
     eprintln!("To sign in, open this URL in a browser:\n  {url}");
     if no_browser {
-        eprintln!("waiting for the sign-in to finish (5 minutes at most)…");
+        eprintln!("waiting for the sign-in to finish ({at_most} at most)…");
         return;
     }
     if open(url) {
-        eprintln!("opened it in your browser; waiting for the sign-in to finish (5 minutes at most)…");
+        eprintln!("opened it in your browser; waiting for the sign-in to finish ({at_most} at most)…");
     } else {
-        eprintln!("could not open a browser; open the URL yourself. Waiting (5 minutes at most)…");
+        eprintln!("could not open a browser; open the URL yourself. Waiting ({at_most} at most)…");
     }
 }
 

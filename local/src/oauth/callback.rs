@@ -32,9 +32,10 @@ impl Listener {
         format!("http://127.0.0.1:{}{PATH}", self.port)
     }
 
-    /// Waits for the redirect; the URL it came back to. A refusal (`error=`) or a `state` other
-    /// than `state` ends the wait with the reason.
-    pub(super) async fn wait(&self, timeout: Duration, state: &str) -> Result<String, String> {
+    /// Waits for the redirect; the URL it came back to, and the browser's request, answered once
+    /// the caller knows how the sign-in ended. A refusal (`error=`) or a `state` other than
+    /// `state` ends the wait with the reason.
+    pub(super) async fn wait(&self, timeout: Duration, state: &str) -> Result<(String, Browser), String> {
         let waited = tokio::time::timeout(timeout, async {
             loop {
                 let Ok((stream, _)) = self.listener.accept().await else { continue };
@@ -46,15 +47,14 @@ impl Listener {
         .await;
         waited.unwrap_or_else(|_| {
             Err(format!(
-                "nobody finished signing in within {} minutes; nothing was stored. Run the command again \
-                 to sign in",
-                timeout.as_secs().div_ceil(60)
+                "nobody finished signing in within {}; nothing was stored. Run the command again to sign in",
+                in_words(timeout)
             ))
         })
     }
 
-    /// Reads one request and answers it; `None` when it was not the redirect.
-    async fn answer(&self, mut stream: TcpStream, state: &str) -> Option<Result<String, String>> {
+    /// Reads one request; `None` when it was not the redirect (answered with a 404).
+    async fn answer(&self, mut stream: TcpStream, state: &str) -> Option<Result<(String, Browser), String>> {
         let head = read_head(&mut stream).await?;
         let target = head.lines().next()?.strip_prefix("GET ")?.split(' ').next()?.to_owned();
         if target.split('?').next() != Some(PATH) {
@@ -84,12 +84,40 @@ impl Listener {
         } else {
             Ok(url)
         };
-        let page = match &result {
-            Ok(_) => "Signed in. You can close this tab and go back to the terminal.",
-            Err(_) => "Signing in did not finish. The terminal says why.",
+        match result {
+            Ok(url) => Some(Ok((url, Browser { stream }))),
+            Err(why) => {
+                Browser { stream }.finish(false).await;
+                Some(Err(why))
+            }
+        }
+    }
+}
+
+/// The browser's request for the redirect, waiting for its page until the code is exchanged.
+pub(super) struct Browser {
+    stream: TcpStream,
+}
+
+impl Browser {
+    /// Tells the browser how the sign-in ended.
+    pub(super) async fn finish(mut self, signed_in: bool) {
+        let page = if signed_in {
+            "Signed in. You can close this tab and go back to the terminal."
+        } else {
+            "Signing in did not finish. The terminal says why."
         };
-        respond(&mut stream, "200 OK", page).await;
-        Some(result)
+        respond(&mut self.stream, "200 OK", page).await;
+    }
+}
+
+/// `5 minutes`, `90 seconds`.
+pub(super) fn in_words(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        1 => "1 second".to_owned(),
+        s if s < 120 => format!("{s} seconds"),
+        s => format!("{} minutes", s / 60),
     }
 }
 

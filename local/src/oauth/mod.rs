@@ -130,11 +130,16 @@ pub async fn sign_in(
     let client_id = query_value(&auth_url, "client_id").unwrap_or_default();
 
     let state = query_value(&auth_url, "state").unwrap_or_default();
-    browser::show(&auth_url, options.no_browser);
-    let redirect = listener.wait(options.timeout.unwrap_or(SIGN_IN_TIMEOUT), &state).await?;
+    let timeout = options.timeout.unwrap_or(SIGN_IN_TIMEOUT);
+    browser::show(&auth_url, options.no_browser, &callback::in_words(timeout));
+    let (redirect, browser) = listener.wait(timeout, &state).await?;
     let issued_ms = now_ms();
-    let response = session.handle_callback_url(&redirect).await.map_err(|e| explain(&e))?;
-    let tokens = token_set(&response, client_secret, issued_ms)?;
+    let exchanged = match session.handle_callback_url(&redirect).await {
+        Ok(response) => token_set(&response, client_secret, issued_ms),
+        Err(e) => Err(explain(&e)),
+    };
+    browser.finish(exchanged.is_ok()).await;
+    let tokens = exchanged?;
     let client_auth = match tokens.client_secret {
         None => ClientAuth::None,
         Some(_) if posts_secret(&metadata) => ClientAuth::ClientSecretPost,
@@ -226,6 +231,14 @@ fn explain(error: &AuthError) -> String {
              expected (in its metadata, or as `iss` on the redirect), so the answer may not come from the \
              server it claims; nothing was stored"
         ),
+        AuthError::TokenExchangeFailed(said) if said.contains("missing field `access_token`") => {
+            "the authorization server's token answer has no `access_token`; nothing was stored".to_owned()
+        }
+        AuthError::TokenExchangeFailed(said) if said.contains("Request failed") => {
+            "the authorization server's token endpoint gave no usable answer (none within 30 seconds, or \
+             one too large to read); nothing was stored. Try again later"
+                .to_owned()
+        }
         other => format!("{other}; nothing was stored"),
     }
 }

@@ -457,8 +457,10 @@ fn eight_servers_share_one_refresh_per_expiry() {
             })
         })
         .collect();
-    let seen: Vec<Value> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let per_server: Vec<Vec<Value>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     let elapsed = started.elapsed();
+    let counts: Vec<usize> = per_server.iter().map(Vec::len).collect();
+    let seen: Vec<Value> = per_server.into_iter().flatten().collect();
     let failed: Vec<&Value> = seen
         .iter()
         .filter(|s| {
@@ -467,13 +469,15 @@ fn eight_servers_share_one_refresh_per_expiry() {
         })
         .collect();
     assert!(failed.is_empty(), "{} of {} calls failed, first: {:#}", failed.len(), seen.len(), failed[0]);
-    assert!(seen.len() >= SERVERS * 10, "only {} calls ran in {elapsed:?}", seen.len());
-
     let stats = fixture.stats();
     let refreshes = count(&stats, &["token_requests", "refresh_token"]);
     // A token is replaced a quarter of its life early: one refresh per 1.5 s of running.
     let expiries = elapsed.as_millis() as u64 / (ttl * 1000 * 3 / 4);
-    eprintln!("{} calls in {elapsed:?}, {refreshes} refreshes, {expiries} expiries: {stats}", seen.len());
+    eprintln!(
+        "calls per server {counts:?} in {elapsed:?}, {refreshes} refreshes, {expiries} expiries: {stats}"
+    );
+    // Each server kept calling across the expiries (a call takes longer on a loaded machine).
+    assert!(counts.iter().all(|&n| n >= 4), "calls per server: {counts:?} in {elapsed:?}");
     assert_eq!(count(&stats, &["refresh_failures"]), 0, "{stats}");
     assert_eq!(count(&stats, &["token_failures"]), 0, "{stats}");
     assert_eq!(count(&stats, &["token_requests", "authorization_code"]), 1, "{stats}");
@@ -568,9 +572,9 @@ fn a_bad_authorization_server_leaves_nothing_stored() {
             ),
             ("token-wrong-type", None, "its token type is `mac`, and the hub sends only bearer tokens"),
             // rmcp's words (serde's), not the hub's "its answer has no `access_token`".
-            ("token-no-access-token", None, "missing field `access_token`"),
+            ("token-no-access-token", None, "the authorization server's token answer has no `access_token`"),
             // rmcp's words; they say neither why nor that the answer was too big.
-            ("token-huge", None, "OAuth token exchange failed"),
+            ("token-huge", None, "gave no usable answer (none within 30 seconds, or one too large to read)"),
         ],
     );
     let stats = fixture.stats();
@@ -598,7 +602,10 @@ fn a_bad_browser_answer_leaves_nothing_stored() {
 #[test]
 fn a_token_endpoint_that_never_answers_times_out() {
     let fixture = Fixture::start(30);
-    refusals(&fixture, &[("token-hang", None, "OAuth token exchange failed")]);
+    refusals(
+        &fixture,
+        &[("token-hang", None, "gave no usable answer (none within 30 seconds, or one too large to read)")],
+    );
 }
 
 // ---- 5. a refresh that works once --------------------------------------------------------------
