@@ -1,21 +1,33 @@
 //! What an admin load carries and what the tenant's object keeps: HTTP sources with the origin
 //! a person reviewed, their manifests and connections, the policy, and credential values (kept
 //! only sealed). A load replaces the tenant's whole configuration.
+//!
+//! An OAuth connection carries the client it signed in as (from the local hub's record); its
+//! tokens are one secret value in slot [`OAUTH_SLOT`], the whole `TokenSet` as JSON, exactly
+//! what the local hub stores. The hub refreshes them itself and stores the new set sealed.
 
 use capabilities_core::address::Namespace;
 use capabilities_core::catalog::{Catalog, SourceView};
 use capabilities_core::manifest::Manifest;
+use capabilities_core::oauth::{OAuthClient, TokenSet};
 use capabilities_core::policy::PolicyState;
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{Origin, origin_of};
 
-/// One connection of a source: its name and the headers it fills.
+/// The slot of an OAuth connection's tokens (the local hub's name for it). `#` is in no header
+/// name, so it never meets a declared slot; its value goes out as `Authorization: Bearer`.
+pub const OAUTH_SLOT: &str = "#oauth";
+
+/// One connection of a source: its name, the headers it fills, and for an OAuth connection the
+/// client it signed in as.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Connection {
     pub name: String,
     #[serde(default)]
     pub slots: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthClient>,
 }
 
 /// An HTTP MCP source of a tenant.
@@ -93,11 +105,25 @@ pub enum LoadError {
     UnknownConnection { namespace: String, connection: String },
     #[error("secrets for `{namespace}/{connection}`: slot `{slot}` is not one the connection declares")]
     UnknownSlot { namespace: String, connection: String, slot: String },
+    #[error(
+        "secrets for `{namespace}/{connection}`: slot `#oauth` holds OAuth tokens, and this connection has no \
+         `oauth` client; send the connection's `oauth` record with it"
+    )]
+    NotOAuth { namespace: String, connection: String },
+    #[error(
+        "secrets for `{namespace}/{connection}`: the `#oauth` value is not a token set ({reason}); send the \
+         stored value whole"
+    )]
+    Tokens { namespace: String, connection: String, reason: String },
+    #[error("source `{namespace}`, connection `{connection}`: its OAuth token endpoint {reason}")]
+    TokenEndpoint { namespace: String, connection: String, reason: String },
 }
 
 impl Load {
     /// Checks every record: namespaces, manifests matching their source, URLs on their
-    /// reviewed origin (https, or http only to loopback), secrets only for declared slots.
+    /// reviewed origin (https, or http only to loopback), OAuth token endpoints on https (or
+    /// http to loopback), secrets only for declared slots, and `#oauth` only for an OAuth
+    /// connection and only a token set that parses.
     pub fn check(&self) -> Result<(), LoadError> {
         let mut seen = std::collections::BTreeSet::new();
         for source in &self.sources {
@@ -113,6 +139,17 @@ impl Load {
                 });
             }
             source.endpoint().map_err(|reason| LoadError::Url { namespace: ns.clone(), reason })?;
+            for connection in &source.connections {
+                if let Some(client) = &connection.oauth {
+                    check_token_endpoint(&client.token_endpoint).map_err(|reason| {
+                        LoadError::TokenEndpoint {
+                            namespace: ns.clone(),
+                            connection: connection.name.clone(),
+                            reason,
+                        }
+                    })?;
+                }
+            }
         }
         for secret in &self.secrets {
             let connection = self
@@ -124,16 +161,53 @@ impl Load {
                     namespace: secret.namespace.clone(),
                     connection: secret.connection.clone(),
                 })?;
-            if let Some((slot, _)) = secret.values.iter().find(|(slot, _)| !connection.slots.contains(slot)) {
-                return Err(LoadError::UnknownSlot {
-                    namespace: secret.namespace.clone(),
-                    connection: secret.connection.clone(),
-                    slot: slot.clone(),
-                });
+            for (slot, value) in &secret.values {
+                if slot == OAUTH_SLOT {
+                    if connection.oauth.is_none() {
+                        return Err(LoadError::NotOAuth {
+                            namespace: secret.namespace.clone(),
+                            connection: secret.connection.clone(),
+                        });
+                    }
+                    parse_tokens(value).map_err(|reason| LoadError::Tokens {
+                        namespace: secret.namespace.clone(),
+                        connection: secret.connection.clone(),
+                        reason,
+                    })?;
+                } else if !connection.slots.contains(slot) {
+                    return Err(LoadError::UnknownSlot {
+                        namespace: secret.namespace.clone(),
+                        connection: secret.connection.clone(),
+                        slot: slot.clone(),
+                    });
+                }
             }
         }
         Ok(())
     }
+}
+
+/// Checks where a connection refreshes its tokens: https, or plain http only to loopback (as a
+/// source's URL). The form carries the refresh token, so it goes nowhere in clear.
+pub fn check_token_endpoint(url: &str) -> Result<Origin, String> {
+    let origin = origin_of(url)?;
+    if origin.scheme == "http" && !origin.is_loopback() {
+        return Err(format!("{origin} is plain http to another machine; use https"));
+    }
+    Ok(origin)
+}
+
+/// A stored `#oauth` value as a token set. Why not is said without quoting the value: serde's
+/// own text would quote what it found, which may be a token.
+pub fn parse_tokens(value: &str) -> Result<TokenSet, String> {
+    serde_json::from_str(value).map_err(|err| {
+        let what = match err.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "not JSON",
+            serde_json::error::Category::Data => "JSON of another shape",
+            serde_json::error::Category::Io => "unreadable",
+        };
+        format!("it is {what}, at line {} column {}", err.line(), err.column())
+    })
 }
 
 impl Source {
@@ -193,6 +267,7 @@ mod tests {
             connections: vec![Connection {
                 name: "work".to_owned(),
                 slots: vec!["Authorization".to_owned()],
+                oauth: None,
             }],
             default_connection: None,
         }
@@ -232,5 +307,81 @@ mod tests {
         load.secrets[0].connection = "home".to_owned();
         expect!["secrets for `everything/home`: no such connection; add it to the source first"]
             .assert_eq(&check(load));
+    }
+
+    fn client(token_endpoint: &str) -> OAuthClient {
+        OAuthClient {
+            issuer: "https://as.example".to_owned(),
+            token_endpoint: token_endpoint.to_owned(),
+            client_id: "hub-client".to_owned(),
+            client_auth: Default::default(),
+            registration: "registered".to_owned(),
+            resource: "http://127.0.0.1:8080/mcp".to_owned(),
+            scopes: vec!["mcp:tools".to_owned()],
+        }
+    }
+
+    /// A load with one OAuth connection `default` (refreshing at `token_endpoint`) and the
+    /// `#oauth` value `tokens`.
+    fn oauth_load(token_endpoint: &str, tokens: &str) -> Load {
+        let mut source = source("http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080");
+        source.connections.push(Connection {
+            name: "default".to_owned(),
+            slots: Vec::new(),
+            oauth: Some(client(token_endpoint)),
+        });
+        Load {
+            sources: vec![source],
+            secrets: vec![SecretValues {
+                namespace: "everything".to_owned(),
+                connection: "default".to_owned(),
+                values: vec![(OAUTH_SLOT.to_owned(), tokens.to_owned())],
+            }],
+            ..Load::default()
+        }
+    }
+
+    #[test]
+    fn oauth_connections_are_checked() {
+        use expect_test::expect;
+        let tokens = TokenSet {
+            access_token: "at-1234567890".to_owned(),
+            refresh_token: Some("rt-1234567890".to_owned()),
+            issued_ms: 1,
+            expires_ms: Some(3_001),
+            ..TokenSet::default()
+        }
+        .to_json();
+        for endpoint in ["https://as.example/token", "http://127.0.0.1:9/token", "http://localhost:9/token"] {
+            expect!["ok"].assert_eq(&check(oauth_load(endpoint, &tokens)));
+        }
+        // The record round-trips; a connection without a client says nothing of `oauth`.
+        let load = oauth_load("https://as.example/token", &tokens);
+        let text = serde_json::to_string(&load.sources[0]).unwrap();
+        let back: Source = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, load.sources[0]);
+        assert!(!serde_json::to_string(&load.sources[0].connections[0]).unwrap().contains("oauth"));
+        expect!["source `everything`, connection `default`: its OAuth token endpoint http://as.example:80 is plain http to another machine; use https"]
+            .assert_eq(&check(oauth_load("http://as.example/token", &tokens)));
+        expect!["source `everything`, connection `default`: its OAuth token endpoint `ftp://as.example/token` is not http or https"]
+            .assert_eq(&check(oauth_load("ftp://as.example/token", &tokens)));
+        // Tokens that do not parse are refused without being quoted back.
+        let secret = "rt-do-not-echo-1234";
+        let not_json = check(oauth_load("https://as.example/token", secret));
+        expect!["secrets for `everything/default`: the `#oauth` value is not a token set (it is not JSON, at line 1 column 1); send the stored value whole"]
+            .assert_eq(&not_json);
+        let wrong = check(oauth_load("https://as.example/token", &format!(r#"{{"issuedMs": "{secret}"}}"#)));
+        expect!["secrets for `everything/default`: the `#oauth` value is not a token set (it is JSON of another shape, at line 1 column 34); send the stored value whole"]
+            .assert_eq(&wrong);
+        assert!(!wrong.contains(secret), "{wrong}");
+        // `#oauth` only for a connection with a client.
+        let mut load = oauth_load("https://as.example/token", &tokens);
+        load.secrets[0].connection = "work".to_owned();
+        expect!["secrets for `everything/work`: slot `#oauth` holds OAuth tokens, and this connection has no `oauth` client; send the connection's `oauth` record with it"]
+            .assert_eq(&check(load));
+        assert!(
+            !format!("{:?}", oauth_load("https://as.example/token", &tokens).secrets[0])
+                .contains("at-1234567890")
+        );
     }
 }

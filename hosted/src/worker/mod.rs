@@ -9,6 +9,7 @@
 //! "call": <n>}`; without `call`, every undecided call of the run).
 
 mod admin;
+mod oauth;
 mod object;
 mod platform;
 mod recorder;

@@ -15,6 +15,7 @@ use capabilities_core::limits::Limits;
 use capabilities_core::surface::Surface;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
+use super::oauth::Refreshing;
 use super::store::SqlStore;
 use super::tenant::TenantHub;
 use super::upstream::Sessions;
@@ -31,6 +32,8 @@ pub(super) struct Loaded {
     pub(super) surface: Surface,
     /// MCP sessions open with the sources, reused across runs.
     pub(super) sessions: Rc<Sessions>,
+    /// The OAuth connections being refreshed, one refresh each at a time.
+    pub(super) refreshing: Rc<Refreshing>,
 }
 
 #[durable_object]
@@ -97,7 +100,12 @@ impl Hub {
         if let Some(err) = invalid {
             worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
         }
-        let loaded = Rc::new(Loaded { sources: Rc::new(sources), surface, sessions: Rc::default() });
+        let loaded = Rc::new(Loaded {
+            sources: Rc::new(sources),
+            surface,
+            sessions: Rc::default(),
+            refreshing: Rc::default(),
+        });
         *self.loaded.borrow_mut() = Some(Rc::clone(&loaded));
         Ok(loaded)
     }

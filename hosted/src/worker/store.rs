@@ -183,6 +183,44 @@ impl SqlStore {
         Ok(rows.into_iter().map(|r| (r.slot, r.sealed)).collect())
     }
 
+    /// The sealed value of one slot, if it has one.
+    pub(crate) fn sealed_slot(
+        &self,
+        namespace: &str,
+        connection: &str,
+        slot: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let rows = self.rows::<Sealed>(
+            "secrets",
+            "SELECT slot, sealed FROM secrets WHERE namespace = ? AND connection = ? AND slot = ?",
+            vec![text(namespace), text(connection), text(slot)],
+        )?;
+        Ok(rows.into_iter().next().map(|r| r.sealed))
+    }
+
+    /// Puts `sealed` in place of one slot's value, but only while that value is still `old`
+    /// (what the caller read before it awaited); `false`, writing nothing, when it is not (a
+    /// load replaced it meanwhile). Read and write run in one synchronous stretch, so nothing
+    /// interleaves; [`SqlStore::sync`] makes it durable.
+    pub(crate) fn replace_sealed_now(
+        &self,
+        namespace: &str,
+        connection: &str,
+        slot: &str,
+        old: &str,
+        sealed: &str,
+    ) -> Result<bool, StoreError> {
+        if self.sealed_slot(namespace, connection, slot)?.as_deref() != Some(old) {
+            return Ok(false);
+        }
+        self.exec(
+            "secrets",
+            "UPDATE secrets SET sealed = ? WHERE namespace = ? AND connection = ? AND slot = ?",
+            vec![text(sealed), text(namespace), text(connection), text(slot)],
+        )?;
+        Ok(true)
+    }
+
     /// Run `id`, read now (no await: the caller's checks and writes stay in one stretch).
     pub(crate) fn run_now(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         let what = format!("runs/{id}");

@@ -125,6 +125,7 @@ impl rpc::Tenant for TenantHub {
                 sources: Rc::clone(&self.loaded.sources),
                 store: self.store.clone(),
                 key: self.key.clone(),
+                refreshing: Rc::clone(&self.loaded.refreshing),
             };
             let surface = &self.loaded.surface;
             let engine = Engine {

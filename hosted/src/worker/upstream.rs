@@ -8,6 +8,11 @@
 //! ran the call it refused. Redirects are never followed by `fetch` itself:
 //! one on the same origin is followed here (at most three), one to another origin is refused,
 //! so a credential never leaves the reviewed origin.
+//!
+//! An OAuth connection's access token (slot `#oauth`, see `oauth`) goes out as
+//! `Authorization: Bearer`. A source's 401 or 403 is [`UpstreamError::Unauthorized`] with its
+//! `WWW-Authenticate` challenge, so the engine can ask [`Secrets::rejected`] for a refreshed
+//! token and try once more.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -22,12 +27,15 @@ use futures_util::future::{Either, select};
 use serde_json::{Value, json};
 use worker::{Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
+use super::oauth::Refreshing;
 use super::store::{SqlStore, seal_label};
-use crate::records::Source;
+use crate::records::{Connection, OAUTH_SLOT, Source};
 use crate::seal::SealKey;
 use crate::wire::{Origin, read_answer, redirect_target};
 
 const MAX_REDIRECTS: usize = 3;
+/// The longest `WWW-Authenticate` challenge kept.
+const MAX_CHALLENGE: usize = 2048;
 const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// The tenant's sources, reached with `fetch`.
@@ -130,19 +138,31 @@ struct Answer {
     body: String,
 }
 
-/// One HTTP answer from a source: its status, the session id it gave, if any, and the body.
+/// One HTTP answer from a source: its status, the session id it gave, if any, its
+/// `WWW-Authenticate` challenge, if any, and the body.
 struct Reply {
     status: u16,
     session: Option<String>,
+    challenge: Option<String>,
     answer: Answer,
 }
 
 impl Reply {
-    /// The body of a successful answer; an error status is reported with a short, scrubbed
-    /// excerpt of what the source said.
+    /// The body of a successful answer; a 401 or 403 is the source refusing the credentials
+    /// (said without the body, which a source may fill with what it was sent); another error
+    /// status is reported with a short, scrubbed excerpt of what the source said.
     fn answer(self, credentials: &Credentials) -> Result<Answer, UpstreamError> {
         if self.status < 400 {
             return Ok(self.answer);
+        }
+        if matches!(self.status, 401 | 403) {
+            let scope = self.challenge.as_deref().is_some_and(|c| c.contains("insufficient_scope"));
+            let message = if scope {
+                format!("the source answered HTTP {}: the token lacks a scope it needs", self.status)
+            } else {
+                format!("the source answered HTTP {}", self.status)
+            };
+            return Err(UpstreamError::Unauthorized { message, challenge: self.challenge });
         }
         let mut shown: String = self.answer.body.chars().take(200).collect();
         for (_, value) in &credentials.values {
@@ -173,7 +193,16 @@ impl Session<'_> {
                 headers.set("mcp-session-id", id).map_err(unavailable)?;
             }
             for (slot, value) in &self.credentials.values {
-                headers.set(slot, value).map_err(unavailable)?;
+                let (name, value) = match slot.as_str() {
+                    OAUTH_SLOT => ("authorization", format!("Bearer {value}")),
+                    _ => (slot.as_str(), value.clone()),
+                };
+                // The worker's text could quote the value: say only which header.
+                headers.set(name, &value).map_err(|_| {
+                    UpstreamError::Unavailable(format!(
+                        "the value for header `{name}` is not a valid header value"
+                    ))
+                })?;
             }
             let mut init = RequestInit::new();
             init.with_method(Method::Post)
@@ -191,20 +220,24 @@ impl Session<'_> {
                 continue;
             }
             let session = header("mcp-session-id").or_else(|| self.id.clone());
+            let challenge =
+                header("www-authenticate").map(|c| c.chars().take(MAX_CHALLENGE).collect::<String>());
             let content_type = header("content-type").unwrap_or_default();
             let body = response.text().await.map_err(unavailable)?;
-            return Ok(Reply { status, session, answer: Answer { content_type, body } });
+            return Ok(Reply { status, session, challenge, answer: Answer { content_type, body } });
         }
         Err(UpstreamError::Unavailable(format!("more than {MAX_REDIRECTS} redirects; not followed")))
     }
 }
 
-/// Credentials opened from the tenant's sealed records.
+/// Credentials opened from the tenant's sealed records; an OAuth connection's refreshed when
+/// they expire or the source refuses them (see `oauth`).
 pub(crate) struct SealedSecrets {
     pub(crate) tenant: String,
     pub(crate) sources: Rc<Vec<Source>>,
     pub(crate) store: SqlStore,
     pub(crate) key: Option<SealKey>,
+    pub(crate) refreshing: Rc<Refreshing>,
 }
 
 impl Secrets for SealedSecrets {
@@ -213,25 +246,67 @@ impl Secrets for SealedSecrets {
         namespace: &'a Namespace,
         connection: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Credentials, SecretsError>> {
-        Box::pin(async move { self.lookup(namespace.as_str(), connection) })
+        Box::pin(async move {
+            let namespace = namespace.as_str();
+            let Some(connection) = self.connection(namespace, connection)? else {
+                return Ok(Credentials::default());
+            };
+            match &connection.oauth {
+                Some(client) => self.oauth_credentials(namespace, &connection.name, client, None).await,
+                None => self.lookup(namespace, connection),
+            }
+        })
+    }
+
+    fn rejected<'a>(
+        &'a self,
+        namespace: &'a Namespace,
+        rejected: &'a Credentials,
+        challenge: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Credentials>, SecretsError>> {
+        Box::pin(async move {
+            let namespace = namespace.as_str();
+            let Some(connection) = self.connection(namespace, rejected.connection.as_deref())? else {
+                return Ok(None);
+            };
+            let Some(client) = &connection.oauth else { return Ok(None) };
+            // A token that lacks a scope is not cured by a refresh: a person signs in for more.
+            if challenge.is_some_and(|c| c.contains("insufficient_scope")) {
+                return Ok(None);
+            }
+            let token = rejected.values.iter().find(|(slot, _)| slot == OAUTH_SLOT).map(|(_, v)| v.as_str());
+            self.oauth_credentials(namespace, &connection.name, client, token).await.map(Some)
+        })
     }
 }
 
 impl SealedSecrets {
-    fn lookup(&self, namespace: &str, named: Option<&str>) -> Result<Credentials, SecretsError> {
+    /// The connection a call uses; `None` for a source that has none and was asked for none.
+    fn connection(&self, namespace: &str, named: Option<&str>) -> Result<Option<&Connection>, SecretsError> {
         let Some(source) = self.sources.iter().find(|s| s.namespace == namespace) else {
             return Err(SecretsError::Unavailable(format!("`{namespace}` is not a source of this hub")));
         };
         if source.connections.is_empty() && named.is_none() {
-            return Ok(Credentials::default());
+            return Ok(None);
         }
-        let Some(connection) = source.connection(named) else {
-            return Err(SecretsError::UnknownConnection {
+        match source.connection(named) {
+            Some(connection) => Ok(Some(connection)),
+            None => Err(SecretsError::UnknownConnection {
                 namespace: namespace.to_owned(),
                 connection: named.unwrap_or("(none chosen)").to_owned(),
                 known: source.connections.iter().map(|c| c.name.clone()).collect(),
-            });
-        };
+            }),
+        }
+    }
+
+    pub(super) fn key(&self) -> Result<&SealKey, SecretsError> {
+        self.key.as_ref().ok_or_else(|| {
+            SecretsError::Unavailable("the HUB_SECRETS_KEY secret is not set on the Worker".to_owned())
+        })
+    }
+
+    /// The values of a connection's declared slots (headers).
+    fn lookup(&self, namespace: &str, connection: &Connection) -> Result<Credentials, SecretsError> {
         let sealed = self
             .store
             .sealed(namespace, &connection.name)
@@ -245,9 +320,7 @@ impl SealedSecrets {
                 slots: missing,
             });
         }
-        let key = self.key.as_ref().ok_or_else(|| {
-            SecretsError::Unavailable("the HUB_SECRETS_KEY secret is not set on the Worker".to_owned())
-        })?;
+        let key = self.key()?;
         let mut values = Vec::new();
         for (slot, sealed) in sealed {
             let label = seal_label(&self.tenant, namespace, &connection.name, &slot);

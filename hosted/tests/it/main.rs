@@ -4,5 +4,6 @@
 
 mod approvals;
 mod hub;
+mod oauth;
 mod support;
 mod wrangler;
