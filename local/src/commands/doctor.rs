@@ -272,58 +272,55 @@ fn source_check(
     timeout: Duration,
 ) -> Check {
     let ns = ns.to_owned();
-    {
-        let missing: Vec<String> = connections
-            .connections
-            .iter()
-            .flat_map(|c| c.slots.clone())
-            .filter(|slot| !credentials.values.iter().any(|(name, _)| name == slot))
-            .collect();
-        let tail = pool.stderr_tail(&ns);
-        let with_tail = |message: String| {
-            let tail = tail.trim();
-            if tail.is_empty() {
-                message
+    let missing: Vec<String> = connections
+        .connections
+        .iter()
+        .flat_map(|c| c.slots.clone())
+        .filter(|slot| !credentials.values.iter().any(|(name, _)| name == slot))
+        .collect();
+    let tail = pool.stderr_tail(&ns);
+    let with_tail = |message: String| {
+        let tail = tail.trim();
+        if tail.is_empty() {
+            message
+        } else {
+            let lines: Vec<&str> = tail.lines().collect();
+            let last = &lines[lines.len().saturating_sub(8)..];
+            format!("{message}\nstderr ended with:\n  {}", last.join("\n  "))
+        }
+    };
+    match result {
+        Ok(Ok(tools)) => {
+            let stored = manifest.as_ref().map_or(0, |m| m.tools.len());
+            let mut detail = format!("started; lists {} tool(s), {stored} in the manifest", tools.len());
+            if manifest.as_ref().is_none_or(|m| m.tools.len() != tools.len()) {
+                detail.push_str(&format!(" — run `capabilities hub refresh {ns}`"));
+            }
+            ok("sources", ns, detail)
+        }
+        Ok(Err(err @ SourceError::AuthRequired { .. })) => {
+            let fix = format!("sign in (again) with `capabilities hub auth {ns}`");
+            problem("sources", ns, err.to_string(), fix)
+        }
+        Ok(Err(err)) => {
+            let fix = if missing.is_empty() {
+                format!(
+                    "check its command or URL with `capabilities hub list`, then `capabilities hub refresh {ns}`"
+                )
             } else {
-                let lines: Vec<&str> = tail.lines().collect();
-                let last = &lines[lines.len().saturating_sub(8)..];
-                format!("{message}\nstderr ended with:\n  {}", last.join("\n  "))
-            }
-        };
-        let check = match result {
-            Ok(Ok(tools)) => {
-                let stored = manifest.as_ref().map_or(0, |m| m.tools.len());
-                let mut detail = format!("started; lists {} tool(s), {stored} in the manifest", tools.len());
-                if manifest.as_ref().is_none_or(|m| m.tools.len() != tools.len()) {
-                    detail.push_str(&format!(" — run `capabilities hub refresh {ns}`"));
-                }
-                ok("sources", ns, detail)
-            }
-            Ok(Err(err @ SourceError::AuthRequired { .. })) => {
-                let fix = format!("sign in (again) with `capabilities hub auth {ns}`");
-                problem("sources", ns, err.to_string(), fix)
-            }
-            Ok(Err(err)) => {
-                let fix = if missing.is_empty() {
-                    format!(
-                        "check its command or URL with `capabilities hub list`, then `capabilities hub refresh {ns}`"
-                    )
-                } else {
-                    format!(
-                        "it may need its credential ({}): run `capabilities hub auth {ns}`",
-                        missing.join(", ")
-                    )
-                };
-                problem("sources", ns, with_tail(err.to_string()), fix)
-            }
-            Err(_) => problem(
-                "sources",
-                ns.clone(),
-                with_tail(format!("did not list its tools within {} s", (timeout * 2).as_secs())),
-                format!("check that it starts by hand, then `capabilities hub refresh {ns}`"),
-            ),
-        };
-        check
+                format!(
+                    "it may need its credential ({}): run `capabilities hub auth {ns}`",
+                    missing.join(", ")
+                )
+            };
+            problem("sources", ns, with_tail(err.to_string()), fix)
+        }
+        Err(_) => problem(
+            "sources",
+            ns.clone(),
+            with_tail(format!("did not list its tools within {} s", (timeout * 2).as_secs())),
+            format!("check that it starts by hand, then `capabilities hub refresh {ns}`"),
+        ),
     }
 }
 

@@ -856,3 +856,58 @@ fn serve_http_answers_an_upstream_401_inside_a_200() {
     assert_eq!(refused["result"]["isError"], json!(true), "{refused}");
     assert!(count(&fixture.stats(), &["mcp_401"]) <= 1 + 4, "{}", fixture.stats());
 }
+
+// ---- 10. a harness's remote server, imported, signed in, refreshed -----------------------------
+
+/// The closing journey of the OAuth work as a person meets it: Claude Code has the remote
+/// server (added with its own CLI), `hub init --import` brings it in without failing and names
+/// `hub auth`, which signs in and reads the tools; calls work, and after the token expires the
+/// next one refreshes with no prompt.
+#[test]
+fn a_claude_code_remote_server_is_imported_signed_in_and_refreshed() {
+    let fixture = Fixture::start(3);
+    let hub = Hub::new();
+    let claude = repo().join("node/node_modules/.bin/claude");
+    assert!(claude.exists(), "{} is missing: run `cd node && npm ci`", claude.display());
+    let home = hub.dir.path().join("home");
+    let added = Command::new(&claude)
+        .args(["mcp", "add", "--transport", "http", "-s", "user", "fixture", &fixture.mcp])
+        .env("HOME", &home)
+        .current_dir(&home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "claude mcp add: {}", String::from_utf8_lossy(&added.stderr));
+
+    let init = hub.run(&["init", "--import", "--yes"]);
+    assert_eq!(init.code, 0, "{}", init.all());
+    assert!(
+        init.stdout.contains("added `fixture`; it wants a sign-in before its tools can be read"),
+        "{}",
+        init.all()
+    );
+    assert!(init.stderr.contains("run `capabilities hub auth fixture` to sign in"), "{}", init.all());
+    assert_eq!(hub.browser_runs(), 0, "importing opens no browser");
+
+    let auth = hub.run(&["auth", "fixture", "--yes"]);
+    assert_eq!(auth.code, 0, "{}", auth.all());
+    assert!(auth.stdout.contains("read 2 tools of `fixture`"), "{}", auth.all());
+
+    let call = |n: u64| {
+        let ran = hub.run(&["call", "fixture.whoami", "--json"]);
+        let envelope = ran.envelope();
+        assert_eq!(envelope["status"], "completed", "{}", ran.all());
+        assert_eq!(envelope["result"], json!(format!("sub=alice calls={n}")), "{}", ran.all());
+    };
+    call(1);
+    let secrets = hub.secrets_json().unwrap();
+    let tokens: Value =
+        serde_json::from_str(secrets["values"]["fixture"]["default"]["#oauth"].as_str().unwrap()).unwrap();
+    let expires = tokens["expiresMs"].as_u64().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    std::thread::sleep(Duration::from_millis(expires.saturating_sub(now) + 600));
+    call(2);
+    let stats = fixture.stats();
+    assert!(count(&stats, &["token_requests", "refresh_token"]) >= 1, "{stats}");
+    assert_eq!(hub.browser_runs(), 1, "one sign-in, no prompt at the refresh");
+}
