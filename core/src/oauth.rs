@@ -21,7 +21,9 @@ use crate::scrub::Scrubber;
 pub const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// A refresh starts this long before the access token expires, at most; a quarter of a short
-/// lifetime otherwise, so a token valid for seconds is still used before it is replaced.
+/// lifetime otherwise (but a second at least, up to half the lifetime: `expires_in` counts whole
+/// seconds, and a JWT's `exp` too, so a token may end up to a second before the hub's record
+/// says), so a token valid for seconds is still used before it is replaced.
 pub const REFRESH_MARGIN_MS: u64 = 60_000;
 
 /// How the client proves itself at the token endpoint (RFC 6749 §2.3, RFC 7591's names).
@@ -122,7 +124,7 @@ impl TokenSet {
     pub fn expiring(&self, now_ms: u64) -> bool {
         let Some(expires) = self.expires_ms else { return false };
         let lifetime = expires.saturating_sub(self.issued_ms);
-        let margin = REFRESH_MARGIN_MS.min(lifetime / 4);
+        let margin = REFRESH_MARGIN_MS.min((lifetime / 4).max(1_000)).min(lifetime / 2);
         now_ms.saturating_add(margin) >= expires
     }
 
@@ -374,6 +376,10 @@ mod tests {
         let forever = TokenSet { expires_ms: None, ..tokens() };
         assert!(forever.usable(u64::MAX));
         assert!(!tokens().refused("revoked".into()).usable(0));
+        // Two seconds: the last whole second is given up, since the server counts in seconds.
+        let short = TokenSet { issued_ms: 0, expires_ms: Some(2_000), ..tokens() };
+        assert!(short.usable(999));
+        assert!(!short.usable(1_000));
     }
 
     #[test]

@@ -314,7 +314,19 @@ fn auth_refuses_what_it_cannot_fill_and_never_takes_a_value_as_an_argument() {
         .collect();
     assert_eq!(
         flags,
-        ["--connection", "--json", "--no-input", "--stdin", "--help", "--version"],
+        [
+            "--connection",
+            "--json",
+            "--no-input",
+            "--stdin",
+            "--yes",
+            "--client-id",
+            "--client-secret-stdin",
+            "--client-metadata-url",
+            "--no-browser",
+            "--help",
+            "--version"
+        ],
         "{}",
         help.stdout
     );
