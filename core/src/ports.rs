@@ -139,6 +139,9 @@ pub enum UpstreamError {
     Refused { message: String, status: Option<i64> },
     /// The source answered HTTP 401 (or 403 for the token): it does not take the connection's
     /// credentials. Never reaches the hub's own client as an HTTP status.
+    /// The source answered HTTP 429: too many calls; it may say how long to wait.
+    #[error("the source is rate limiting calls")]
+    RateLimited { retry_after_s: Option<u64> },
     #[error("the source does not take the connection's credentials: {message}")]
     Unauthorized {
         message: String,

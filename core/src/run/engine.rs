@@ -169,7 +169,18 @@ impl Engine<'_> {
         // A failure the engine met (divergence, a store failure) wins over how the guest ended.
         let ended = match failure.into_inner() {
             Some(error) => Ended::Failed(error),
-            None => failures::attempt_end(report.end, !run.pending.is_empty(), &self.limits, &run.lines),
+            None => {
+                let namespaces: Vec<&str> =
+                    self.catalog.sources.iter().map(|s| s.manifest.namespace.as_str()).collect();
+                failures::attempt_end(
+                    report.end,
+                    !run.pending.is_empty(),
+                    &self.limits,
+                    &run.lines,
+                    &namespaces,
+                    self.words,
+                )
+            }
         };
         match ended {
             Ended::Completed(value) => {

@@ -22,7 +22,14 @@ pub(super) enum Ended {
 
 /// The run's state after its attempt ended with `end`. `pending` says whether the attempt left
 /// calls waiting for a person; `lines` maps the prepared body back to the model's text.
-pub(super) fn attempt_end(end: AttemptEnd, pending: bool, limits: &Limits, lines: &[u32]) -> Ended {
+pub(super) fn attempt_end(
+    end: AttemptEnd,
+    pending: bool,
+    limits: &Limits,
+    lines: &[u32],
+    namespaces: &[&str],
+    words: &HostWords,
+) -> Ended {
     match end {
         AttemptEnd::Completed(value) => Ended::Completed(value),
         AttemptEnd::Suspended if pending => Ended::Waiting,
@@ -34,6 +41,13 @@ pub(super) fn attempt_end(end: AttemptEnd, pending: bool, limits: &Limits, lines
             format!("the returned value cannot be sent back as JSON: {what}"),
             Some("return plain data: objects, arrays, strings, numbers, booleans, null"),
         )),
+        AttemptEnd::Threw(err) if err.code.is_none() && unknown_name(&err).is_some() => {
+            let name = unknown_name(&err).unwrap_or_default();
+            let at = thrown_at(err.stack.as_deref(), lines)
+                .map(|line| format!(" (line {line})"))
+                .unwrap_or_default();
+            Ended::Failed(unknown_source(name, &at, namespaces, words))
+        }
         AttemptEnd::Threw(err) => {
             let code = err.code.clone().unwrap_or_else(|| "uncaught_error".to_owned());
             let hint = match code.as_str() {
@@ -59,6 +73,42 @@ pub(super) fn attempt_end(end: AttemptEnd, pending: bool, limits: &Limits, lines
         AttemptEnd::Cancelled => Ended::Cancelled(cancelled()),
         AttemptEnd::Internal(message) => Ended::Failed(RunError::new("internal", message, None)),
     }
+}
+
+/// The name a `ReferenceError` says is not defined, when it reads like a source's namespace
+/// (`github.searchIssues(…)` with no `github` source).
+fn unknown_name(err: &crate::ports::GuestError) -> Option<&str> {
+    if err.name != "ReferenceError" {
+        return None;
+    }
+    let name = err.message.strip_suffix(" is not defined")?;
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    plain.then_some(name)
+}
+
+/// Code used a name that is neither a source nor a variable: which sources there are, and how
+/// to find a tool.
+pub(super) fn unknown_source(name: &str, at: &str, namespaces: &[&str], words: &HostWords) -> RunError {
+    if namespaces.is_empty() {
+        return RunError::new(
+            "unknown_source",
+            format!("ReferenceError: {name} is not defined{at}; this hub has no sources yet"),
+            Some(&format!("tell the user to add one with {}", words.add_source)),
+        );
+    }
+    let mut listed: Vec<&str> = namespaces.iter().take(20).copied().collect();
+    listed.sort_unstable();
+    let more = namespaces.len().saturating_sub(listed.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    RunError::new(
+        "unknown_source",
+        format!(
+            "ReferenceError: {name} is not defined{at}; the hub has no source `{name}`, its sources are {}{more}",
+            listed.join(", ")
+        ),
+        Some("call a tool of one of those sources, or find one with hub.search(\"what you want to do\")"),
+    )
 }
 
 /// The code pipeline refused the code.
@@ -254,6 +304,29 @@ pub(super) fn upstream_failure(
             retryable: false,
         },
         UpstreamError::Unauthorized { message, .. } => auth_required(namespace, connection, message, words),
+        // JSON-RPC's "invalid params": the source says what is wrong with the arguments.
+        UpstreamError::Refused { message, status: Some(-32602) } => ToolFailure {
+            code: "invalid_arguments".to_owned(),
+            message: format!("the source refused the call's parameters: {message}"),
+            hint: Some(
+                "fix the arguments (hub.describe shows the tool's signature) and call it again".to_owned(),
+            ),
+            status: Some(-32602),
+            retryable: false,
+        },
+        UpstreamError::RateLimited { retry_after_s } => ToolFailure {
+            code: "rate_limited".to_owned(),
+            message: match retry_after_s {
+                Some(s) => format!("the source is rate limiting calls; it asks to wait {s} s"),
+                None => "the source is rate limiting calls".to_owned(),
+            },
+            hint: Some(match retry_after_s {
+                Some(s) => format!("wait {s} s before calling it again, and make fewer calls"),
+                None => "wait a little before calling it again, and make fewer calls".to_owned(),
+            }),
+            status: Some(429),
+            retryable: true,
+        },
         UpstreamError::Refused { message, status } => ToolFailure {
             code: "upstream_error".to_owned(),
             message: message.clone(),
@@ -320,6 +393,18 @@ mod tests {
             AttemptEnd::Threw(thrown(Some("approval_denied"))),
             AttemptEnd::Threw(thrown(Some("policy_denied"))),
             AttemptEnd::Threw(thrown(Some("auth_required"))),
+            AttemptEnd::Threw(GuestError {
+                name: "ReferenceError".to_owned(),
+                message: "github is not defined".to_owned(),
+                code: None,
+                stack: Some("    at <anonymous> (code.js:2:5)".to_owned()),
+            }),
+            AttemptEnd::Threw(GuestError {
+                name: "ReferenceError".to_owned(),
+                message: "myVariable is not defined".to_owned(),
+                code: None,
+                stack: None,
+            }),
             AttemptEnd::Limit(LimitKind::Compute),
             AttemptEnd::Limit(LimitKind::Wall),
             AttemptEnd::Limit(LimitKind::Memory),
@@ -330,13 +415,14 @@ mod tests {
         ];
         let mut lines = Vec::new();
         for end in ends {
-            match attempt_end(end, false, &limits, &[7, 9]) {
+            match attempt_end(end, false, &limits, &[7, 9], &["chat", "notes"], &words) {
                 Ended::Failed(e) => lines.push(format!("run  {}", run_line(&e))),
                 Ended::Cancelled(e) => lines.push(format!("run  {} (cancelled)", run_line(&e))),
                 other => lines.push(format!("run  {other:?}")),
             }
         }
         for e in [
+            unknown_source("github", "", &[], &words),
             approval_expired(),
             max_calls(&limits),
             divergence(2, "`a.b` where the journal holds `a.c`"),
@@ -354,6 +440,17 @@ mod tests {
             upstream_failure(&UpstreamError::Timeout(5), "a", "work", &words),
             upstream_failure(&UpstreamError::Unavailable("gone".to_owned()), "a", "work", &words),
             upstream_failure(&UpstreamError::Protocol("bad".to_owned()), "a", "work", &words),
+            upstream_failure(
+                &UpstreamError::Refused {
+                    message: "entities: expected array".to_owned(),
+                    status: Some(-32602),
+                },
+                "a",
+                "work",
+                &words,
+            ),
+            upstream_failure(&UpstreamError::RateLimited { retry_after_s: Some(30) }, "a", "work", &words),
+            upstream_failure(&UpstreamError::RateLimited { retry_after_s: None }, "a", "work", &words),
             upstream_failure(
                 &UpstreamError::Refused { message: "no".to_owned(), status: Some(403) },
                 "a",
@@ -378,6 +475,8 @@ mod tests {
             run  approval_denied: ToolError: boom (line 9) | a person denied this call; do not retry it, tell the user
             run  policy_denied: ToolError: boom (line 9) | policy forbids this tool; pick another or ask the user to change policy
             run  auth_required: ToolError: boom (line 9) | a connection needs a person to sign in again: tell the user the command the error names; retrying before that fails the same way
+            run  unknown_source: ReferenceError: github is not defined (line 9); the hub has no source `github`, its sources are chat, notes | call a tool of one of those sources, or find one with hub.search("what you want to do")
+            run  uncaught_error: ReferenceError: myVariable is not defined | catch errors around calls that may fail, or fix the code and run it again
             run  compute_limit: the code ran for more than 10000 ms of compute | look for an endless loop, or do less work per execute
             run  wall_limit: the attempt took longer than 90000 ms | split the work into several execute calls
             run  memory_limit: the code used more than 67108864 bytes of memory | process less data at once
@@ -385,6 +484,7 @@ mod tests {
             run  stalled: the code waits on a promise that can never settle | make sure every promise you await is resolved or rejected
             run  cancelled: the run was cancelled | - (cancelled)
             run  internal: bug | -
+            run  unknown_source: ReferenceError: github is not defined; this hub has no sources yet | tell the user to add one with <add>
             run  approval_expired: nobody decided the pending call in time | start the task again with a new execute
             run  max_calls: the run made more than 500 tool calls | do the work in batches over several execute calls
             run  divergence: on resume, call #3 was `a.b` where the journal holds `a.c` | the code must make the same calls in the same order on every attempt; start a new execute
@@ -398,6 +498,9 @@ mod tests {
             call timeout (retryable): no answer within 5 ms | try again later or with a smaller request
             call source_unavailable (retryable): gone | the user can run <diagnose>
             call upstream_protocol: bad | -
+            call invalid_arguments: the source refused the call's parameters: entities: expected array | fix the arguments (hub.describe shows the tool's signature) and call it again
+            call rate_limited (retryable): the source is rate limiting calls; it asks to wait 30 s | wait 30 s before calling it again, and make fewer calls
+            call rate_limited (retryable): the source is rate limiting calls | wait a little before calling it again, and make fewer calls
             call upstream_error: no | -
             call auth_required: connection `work` of `a` needs signing in again with <auth a work>: HTTP 401 | tell the user to run <auth a work>; retrying before that fails the same way
             call auth_required: connection `work` of `a` needs signing in again with <auth a work>: the refresh token was revoked | tell the user to run <auth a work>; retrying before that fails the same way

@@ -383,6 +383,13 @@ fn an_unknown_tool_is_a_catchable_error() {
 }
 
 #[test]
+fn a_source_that_does_not_exist_is_named_with_the_ones_that_do() {
+    let hub = Hub::new();
+    expect_test::expect!["failed unknown_source: ReferenceError: github is not defined (line 1); the hub has no source `github`, its sources are chat, notes"]
+        .assert_eq(&outcome(&hub, "return await github.searchIssues({ q: 'bug' })"));
+}
+
+#[test]
 fn reads_reach_upstream_in_order_with_their_arguments() {
     let hub = Hub::new();
     outcome(&hub, "await notes.list({ q: 'a' }); await notes.list({ q: 'b' })");

@@ -144,6 +144,8 @@ struct Reply {
     status: u16,
     session: Option<String>,
     challenge: Option<String>,
+    /// `Retry-After` in seconds, on a 429.
+    retry_after: Option<u64>,
     answer: Answer,
 }
 
@@ -154,6 +156,9 @@ impl Reply {
     fn answer(self, credentials: &Credentials) -> Result<Answer, UpstreamError> {
         if self.status < 400 {
             return Ok(self.answer);
+        }
+        if self.status == 429 {
+            return Err(UpstreamError::RateLimited { retry_after_s: self.retry_after });
         }
         if matches!(self.status, 401 | 403) {
             let scope = self.challenge.as_deref().is_some_and(|c| c.contains("insufficient_scope"));
@@ -222,9 +227,16 @@ impl Session<'_> {
             let session = header("mcp-session-id").or_else(|| self.id.clone());
             let challenge =
                 header("www-authenticate").map(|c| c.chars().take(MAX_CHALLENGE).collect::<String>());
+            let retry_after = header("retry-after").and_then(|s| s.trim().parse::<u64>().ok());
             let content_type = header("content-type").unwrap_or_default();
             let body = response.text().await.map_err(unavailable)?;
-            return Ok(Reply { status, session, challenge, answer: Answer { content_type, body } });
+            return Ok(Reply {
+                status,
+                session,
+                challenge,
+                retry_after,
+                answer: Answer { content_type, body },
+            });
         }
         Err(UpstreamError::Unavailable(format!("more than {MAX_REDIRECTS} redirects; not followed")))
     }

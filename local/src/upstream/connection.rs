@@ -175,10 +175,17 @@ impl Connection {
                 fingerprint,
                 secrets,
             }),
-            Ok(Err(_)) if let Some(challenge) = refusal.take() => Err(SourceError::AuthRequired {
-                namespace: namespace.to_owned(),
-                status: challenge.status,
-                challenge: challenge.header,
+            Ok(Err(_)) if let Some(challenge) = refusal.take() => Err(if challenge.status == 429 {
+                SourceError::RateLimited {
+                    namespace: namespace.to_owned(),
+                    retry_after_s: challenge.header.and_then(|h| h.parse::<u64>().ok()),
+                }
+            } else {
+                SourceError::AuthRequired {
+                    namespace: namespace.to_owned(),
+                    status: challenge.status,
+                    challenge: challenge.header,
+                }
             }),
             Ok(Err(error)) => Err(SourceError::Start {
                 namespace: namespace.to_owned(),
@@ -220,9 +227,14 @@ impl Connection {
         }
     }
 
-    /// The source's refusal of the credentials, if the last failure was one.
+    /// The source's refusal of the credentials or its rate limit, if the last failure was one.
     fn refused(&self, namespace: &str) -> Option<SourceError> {
         let challenge = self.refusal.as_ref()?.take()?;
+        if challenge.status == 429 {
+            // `Retry-After` in seconds; an HTTP date is not read.
+            let retry_after_s = challenge.header.and_then(|h| h.parse::<u64>().ok());
+            return Some(SourceError::RateLimited { namespace: namespace.to_owned(), retry_after_s });
+        }
         Some(SourceError::AuthRequired {
             namespace: namespace.to_owned(),
             status: challenge.status,

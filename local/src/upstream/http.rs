@@ -146,9 +146,9 @@ pub(crate) struct TapClient {
     pub(crate) refusal: Refusal,
 }
 
-/// The last 401 or 403 a source answered, with its `WWW-Authenticate` challenge: rmcp reports
-/// only that a request failed, so the connection looks here to tell a refused credential from
-/// any other failure.
+/// The last 401 or 403 a source answered, with its `WWW-Authenticate` challenge, or 429 with
+/// its `Retry-After`: rmcp reports only that a request failed, so the connection looks here to
+/// tell a refused credential or a rate limit from any other failure.
 #[derive(Clone, Default)]
 pub(crate) struct Refusal(Arc<std::sync::Mutex<Option<Challenge>>>);
 
@@ -156,7 +156,7 @@ pub(crate) struct Refusal(Arc<std::sync::Mutex<Option<Challenge>>>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Challenge {
     pub(crate) status: u16,
-    /// The `WWW-Authenticate` header, when there was one.
+    /// The `WWW-Authenticate` header (401, 403) or `Retry-After` (429), when there was one.
     pub(crate) header: Option<String>,
 }
 
@@ -308,6 +308,15 @@ impl TapClient {
             .get(CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            let wait = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .map(|value| super::stderr::shorten(value.trim(), 64));
+            self.refusal.set(Challenge { status: 429, header: wait });
+            return Err(StreamableHttpError::UnexpectedServerResponse("HTTP 429: too many requests".into()));
+        }
         if !status.is_success() {
             let body =
                 read_limited(response, limits.max_error_response_size.max(1024)).await.unwrap_or_default();

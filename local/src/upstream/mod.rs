@@ -109,6 +109,9 @@ pub enum SourceError {
     /// its metadata says so) or does not take the ones it was sent.
     #[error("source `{namespace}` does not take the credentials it was sent (HTTP {status})")]
     AuthRequired { namespace: String, status: u16, challenge: Option<String> },
+    /// An HTTP source answered 429.
+    #[error("source `{namespace}` is rate limiting calls")]
+    RateLimited { namespace: String, retry_after_s: Option<u64> },
 }
 
 impl From<SourceError> for capabilities_core::ports::UpstreamError {
@@ -120,6 +123,7 @@ impl From<SourceError> for capabilities_core::ports::UpstreamError {
                 UpstreamError::Protocol(error.to_string())
             }
             SourceError::Refused { message, code, .. } => UpstreamError::Refused { message, status: code },
+            SourceError::RateLimited { retry_after_s, .. } => UpstreamError::RateLimited { retry_after_s },
             SourceError::AuthRequired { status, challenge, .. } => {
                 let message = match status {
                     403 => "the source answered HTTP 403: the token lacks a scope it needs".to_owned(),

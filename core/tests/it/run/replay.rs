@@ -180,7 +180,7 @@ fn a_failed_call_is_replayed_as_the_same_failure() {
     );
     hub.decide(&paused, Choice::Once);
     let done = hub.resume(&paused.run_id);
-    expect![[r#"completed ["upstream_error","notes.broken: no tool broken",false]"#]]
+    expect![[r#"completed ["invalid_arguments","notes.broken: the source refused the call's parameters: no tool broken",false]"#]]
         .assert_eq(&render(&done));
     assert_eq!(done.calls.iter().map(|c| c.ok).collect::<Vec<_>>(), [false, true]);
     assert_eq!(hub.upstream.count(), 2);
