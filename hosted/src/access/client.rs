@@ -115,14 +115,18 @@ pub fn redirect_matches(registered: &[String], given: &str) -> bool {
         url.to_string()
     };
     let given_url = portless(given_url);
-    registered.iter().filter_map(|r| Url::parse(r).ok()).filter(loopback_url).any(|r| portless(r) == given_url)
+    registered
+        .iter()
+        .filter_map(|r| Url::parse(r).ok())
+        .filter(loopback_url)
+        .any(|r| portless(r) == given_url)
 }
 
 /// What a registration asks for, checked: the client to store (its ID and secret digest set by
 /// the caller) and whether it needs a secret.
 pub fn check_registration(body: &[u8]) -> Result<Client, Invalid> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| invalid("invalid_client_metadata", format!("not JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| invalid("invalid_client_metadata", format!("not JSON: {e}")))?;
     let uris = value.get("redirect_uris").and_then(Value::as_array);
     let uris = uris.filter(|u| !u.is_empty()).ok_or_else(|| {
         invalid("invalid_redirect_uri", "redirect_uris must name at least one redirect URI")
@@ -138,11 +142,18 @@ pub fn check_registration(body: &[u8]) -> Result<Client, Invalid> {
         })?,
         Some(_) => return Err(invalid("invalid_client_metadata", "token_endpoint_auth_method is a string")),
     };
-    for (field, allowed) in [("grant_types", &["authorization_code", "refresh_token"][..]), ("response_types", &["code"])] {
+    for (field, allowed) in
+        [("grant_types", &["authorization_code", "refresh_token"][..]), ("response_types", &["code"])]
+    {
         if let Some(list) = value.get(field) {
-            let list = list.as_array().ok_or_else(|| invalid("invalid_client_metadata", format!("{field} is a list")))?;
+            let list = list
+                .as_array()
+                .ok_or_else(|| invalid("invalid_client_metadata", format!("{field} is a list")))?;
             if let Some(other) = list.iter().find(|g| !g.as_str().is_some_and(|g| allowed.contains(&g))) {
-                return Err(invalid("invalid_client_metadata", format!("{field} may hold only {}, not {other}", allowed.join(", "))));
+                return Err(invalid(
+                    "invalid_client_metadata",
+                    format!("{field} may hold only {}, not {other}", allowed.join(", ")),
+                ));
             }
         }
     }
@@ -175,8 +186,8 @@ fn redirect_uris(uris: &[Value]) -> Result<Vec<String>, String> {
 }
 
 /// Whether `client_id` names a metadata document (an `https` URL); if so, the URL to fetch it
-/// from, or why it may not be fetched. With `loopback` (tests only) an `https` ID on a loopback
-/// host is fetched over plain `http`.
+/// from, or why it may not be fetched. With `loopback` (tests only) an `https` ID on
+/// 127.0.0.0/8 is fetched over plain `http`.
 pub fn document_url(client_id: &str, loopback: bool) -> Option<Result<String, String>> {
     if !client_id.starts_with("https://") {
         return None;
@@ -189,14 +200,15 @@ fn check_document_url(client_id: &str, loopback: bool) -> Result<String, String>
     if url.as_str() != client_id {
         return Err("the client ID is not a normalized URL".into());
     }
-    if url.path() == "/" || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+    if url.path() == "/" || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some()
+    {
         return Err("the client ID must be an https URL with a path and no fragment or user info".into());
     }
     if url.path().split('/').any(|s| s == "." || s == "..") {
         return Err("the client ID's path has a dot segment".into());
     }
     let host = url.host().ok_or("the client ID has no host")?;
-    if loopback && is_loopback_host(&host) {
+    if loopback && matches!(host, Host::Ipv4(ip) if ip.is_loopback()) {
         let mut plain = url.clone();
         plain.set_scheme("http").map_err(|()| "cannot fetch the document over http")?;
         return Ok(plain.to_string());
@@ -216,7 +228,8 @@ pub fn public_host(host: &Host<&str>) -> bool {
     match host {
         Host::Domain(name) => {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
-            let reserved = ["localhost", "local", "internal", "lan", "home", "arpa", "test", "invalid", "example"];
+            let reserved =
+                ["localhost", "local", "internal", "lan", "home", "arpa", "test", "invalid", "example"];
             name.contains('.') && !reserved.iter().any(|r| name == *r || name.ends_with(&format!(".{r}")))
         }
         Host::Ipv4(ip) => public_ip(IpAddr::V4(*ip)),
@@ -259,7 +272,8 @@ pub fn check_document(client_id: &str, body: &[u8]) -> Result<Client, String> {
     if body.len() > MAX_DOCUMENT {
         return Err(format!("the metadata document is over {MAX_DOCUMENT} bytes"));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("the metadata document is not JSON ({e})"))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the metadata document is not JSON ({e})"))?;
     if value.get("client_id").and_then(Value::as_str) != Some(client_id) {
         return Err("the metadata document's client_id is not the URL it was fetched from".into());
     }
@@ -270,21 +284,29 @@ pub fn check_document(client_id: &str, body: &[u8]) -> Result<Client, String> {
     if value.get("client_secret").is_some() || value.get("client_secret_expires_at").is_some() {
         return Err("a metadata document carries no client secret".into());
     }
-    let methods: Vec<&str> = match (value.get("token_endpoint_auth_method"), value.get("token_endpoint_auth_methods_supported")) {
-        (None, None) => vec!["none"],
-        (one, many) => one
-            .and_then(Value::as_str)
-            .into_iter()
-            .chain(many.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str))
-            .collect(),
-    };
+    let methods: Vec<&str> =
+        match (value.get("token_endpoint_auth_method"), value.get("token_endpoint_auth_methods_supported")) {
+            (None, None) => vec!["none"],
+            (one, many) => one
+                .and_then(Value::as_str)
+                .into_iter()
+                .chain(many.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str))
+                .collect(),
+        };
     if !methods.contains(&"none") {
         return Err(format!(
             "the metadata document's client authenticates with {}: this hub takes public clients (none) from documents",
             methods.join(", ")
         ));
     }
-    Ok(Client { id: client_id.to_owned(), name, redirect_uris, auth: AuthMethod::None, secret_digest: None, document: true })
+    Ok(Client {
+        id: client_id.to_owned(),
+        name,
+        redirect_uris,
+        auth: AuthMethod::None,
+        secret_digest: None,
+        document: true,
+    })
 }
 
 #[cfg(test)]
@@ -321,7 +343,10 @@ mod tests {
         let client = check_registration(body).unwrap();
         assert_eq!(client.auth, AuthMethod::None);
         assert_eq!(client.redirect_uris.len(), 2);
-        assert_eq!(check_registration(br#"{"redirect_uris": ["https://a.example/cb"]}"#).unwrap().auth, AuthMethod::ClientSecretBasic);
+        assert_eq!(
+            check_registration(br#"{"redirect_uris": ["https://a.example/cb"]}"#).unwrap().auth,
+            AuthMethod::ClientSecretBasic
+        );
         for (body, error) in [
             (&br#"{"redirect_uris": []}"#[..], "invalid_redirect_uri"),
             (br#"{"redirect_uris": ["http://evil.example/cb"]}"#, "invalid_redirect_uri"),
@@ -338,7 +363,10 @@ mod tests {
     #[test]
     fn documents_are_fetched_only_from_public_https_urls() {
         assert_eq!(document_url("c-123", false), None);
-        assert_eq!(document_url("https://app.example.com/client.json", false), Some(Ok("https://app.example.com/client.json".into())));
+        assert_eq!(
+            document_url("https://app.example.com/client.json", false),
+            Some(Ok("https://app.example.com/client.json".into()))
+        );
         for bad in [
             "https://127.0.0.1/client.json",
             "https://10.0.0.5/client.json",
@@ -362,12 +390,15 @@ mod tests {
             Some(Ok("http://127.0.0.1:4000/client.json".into()))
         );
         assert!(document_url("https://10.0.0.5/client.json", true).unwrap().is_err());
+        assert!(document_url("https://localhost:4000/client.json", true).unwrap().is_err());
     }
 
     #[test]
     fn a_document_names_itself_and_its_redirect_uris() {
         let id = "https://app.example.com/client.json";
-        let doc = format!(r#"{{"client_id": "{id}", "client_name": "App", "redirect_uris": ["http://127.0.0.1/cb"]}}"#);
+        let doc = format!(
+            r#"{{"client_id": "{id}", "client_name": "App", "redirect_uris": ["http://127.0.0.1/cb"]}}"#
+        );
         let client = check_document(id, doc.as_bytes()).unwrap();
         assert!(client.document && client.auth == AuthMethod::None);
         let both = format!(
@@ -379,7 +410,13 @@ mod tests {
             (doc.replace(id, "https://other.example/client.json"), "client_id"),
             (doc.replace(r#""client_name": "App", "#, ""), "client_name"),
             (doc.replace("http://127.0.0.1/cb", "http://evil.example/cb"), "redirect URI"),
-            (doc.replace(r#""client_name""#, r#""token_endpoint_auth_method": "private_key_jwt", "client_name""#), "none"),
+            (
+                doc.replace(
+                    r#""client_name""#,
+                    r#""token_endpoint_auth_method": "private_key_jwt", "client_name""#,
+                ),
+                "none",
+            ),
             (doc.replace(r#""client_name""#, r#""client_secret": "s", "client_name""#), "secret"),
             (" ".repeat(MAX_DOCUMENT + 1), "bytes"),
         ] {

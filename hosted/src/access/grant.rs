@@ -72,7 +72,8 @@ pub fn redeem(
     if redirect_uri != Some(code.request.redirect_uri.as_str()) {
         return Err(token_error("invalid_grant", "redirect_uri is not the one the code was issued for"));
     }
-    let verifier = verifier.ok_or_else(|| token_error("invalid_request", "code_verifier is required (PKCE)"))?;
+    let verifier =
+        verifier.ok_or_else(|| token_error("invalid_request", "code_verifier is required (PKCE)"))?;
     if !pkce_matches(&code.request.challenge, verifier) {
         return Err(token_error("invalid_grant", "code_verifier does not match the code_challenge"));
     }
@@ -102,8 +103,13 @@ pub fn refresh(
     match scope.filter(|s| !s.is_empty()) {
         None => Ok(family.scope.clone()),
         Some(asked) => {
-            if let Some(extra) = asked.split(' ').find(|s| !s.is_empty() && !super::has_scope(&family.scope, s)) {
-                return Err(token_error("invalid_scope", format!("scope `{extra}` was not granted: authorize again")));
+            if let Some(extra) =
+                asked.split(' ').find(|s| !s.is_empty() && !super::has_scope(&family.scope, s))
+            {
+                return Err(token_error(
+                    "invalid_scope",
+                    format!("scope `{extra}` was not granted: authorize again"),
+                ));
             }
             Ok(asked.split(' ').filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" "))
         }
@@ -151,12 +157,20 @@ mod tests {
         let err = |r: Result<(), TokenError>| r.unwrap_err().description;
         assert!(err(redeem(&code(), "c2", cb, Some(VERIFIER), None, 100)).contains("another client"));
         assert!(err(redeem(&code(), "c1", cb, Some(VERIFIER), None, 160)).contains("expired"));
-        assert!(err(redeem(&code(), "c1", Some("https://app.example/cb/"), Some(VERIFIER), None, 100)).contains("redirect_uri"));
+        assert!(
+            err(redeem(&code(), "c1", Some("https://app.example/cb/"), Some(VERIFIER), None, 100))
+                .contains("redirect_uri")
+        );
         assert!(err(redeem(&code(), "c1", None, Some(VERIFIER), None, 100)).contains("redirect_uri"));
         assert!(err(redeem(&code(), "c1", cb, None, None, 100)).contains("required"));
-        assert!(err(redeem(&code(), "c1", cb, Some(&VERIFIER.replace('d', "e")), None, 100)).contains("does not match"));
+        assert!(
+            err(redeem(&code(), "c1", cb, Some(&VERIFIER.replace('d', "e")), None, 100))
+                .contains("does not match")
+        );
         assert_eq!(
-            redeem(&code(), "c1", cb, Some(VERIFIER), Some("https://other.example/mcp"), 100).unwrap_err().error,
+            redeem(&code(), "c1", cb, Some(VERIFIER), Some("https://other.example/mcp"), 100)
+                .unwrap_err()
+                .error,
             "invalid_target"
         );
     }
@@ -176,6 +190,9 @@ mod tests {
         assert_eq!(refresh(&family, "c1", Some("hub:admin"), None, 10).unwrap_err().error, "invalid_scope");
         assert_eq!(refresh(&family, "c2", None, None, 10).unwrap_err().error, "invalid_grant");
         assert_eq!(refresh(&family, "c1", None, None, 1000).unwrap_err().error, "invalid_grant");
-        assert_eq!(refresh(&family, "c1", None, Some("https://x.example/mcp"), 10).unwrap_err().error, "invalid_target");
+        assert_eq!(
+            refresh(&family, "c1", None, Some("https://x.example/mcp"), 10).unwrap_err().error,
+            "invalid_target"
+        );
     }
 }

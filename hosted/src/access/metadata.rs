@@ -47,7 +47,10 @@ pub fn challenge(settings: &Settings, why: Option<&str>) -> String {
     if let Some(why) = why {
         out.push_str(&format!(" error=\"invalid_token\", error_description=\"{}\",", quoted(why)));
     }
-    out.push_str(&format!(" resource_metadata=\"{}\", scope=\"{SCOPE_MCP}\"", resource_metadata_url(settings)));
+    out.push_str(&format!(
+        " resource_metadata=\"{}\", scope=\"{SCOPE_MCP}\"",
+        resource_metadata_url(settings)
+    ));
     out
 }
 

@@ -47,7 +47,7 @@ pub struct Settings {
     pub issuer: String,
     pub access_ttl_s: u64,
     /// Tests only (`HUB_TEST_LOOPBACK_CLIENT_DOCUMENTS`): a client ID metadata document on
-    /// `https://127.0.0.1:<port>/…` is fetched over plain HTTP from loopback. Off by default.
+    /// `https://127.0.0.1:<port>/…` (127.0.0.0/8 only) is fetched over plain HTTP. Off by default.
     pub loopback_documents: bool,
 }
 
@@ -61,7 +61,11 @@ impl Settings {
         if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
             return Err("HUB_PUBLIC_URL must be https (http only on a loopback host)".into());
         }
-        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        if url.path() != "/"
+            || url.query().is_some()
+            || url.fragment().is_some()
+            || !url.username().is_empty()
+        {
             return Err("HUB_PUBLIC_URL must be an origin, with no path, query or user".into());
         }
         let issuer = url.as_str().trim_end_matches('/').to_owned();

@@ -36,15 +36,24 @@ fn page(title: &str, body: &str) -> String {
 pub fn redirect_host(redirect_uri: &str) -> String {
     url::Url::parse(redirect_uri)
         .ok()
-        .and_then(|u| u.host_str().map(|h| match u.port() {
-            Some(p) => format!("{h}:{p}"),
-            None => h.to_owned(),
-        }))
+        .and_then(|u| {
+            u.host_str().map(|h| match u.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_owned(),
+            })
+        })
         .unwrap_or_else(|| redirect_uri.to_owned())
 }
 
 /// The consent page for `client`, posting `signin` and `csrf` back to `/oauth/consent`.
-pub fn consent(client: &Client, redirect_uri: &str, scope: &str, account: &str, signin: &str, csrf: &str) -> String {
+pub fn consent(
+    client: &Client,
+    redirect_uri: &str,
+    scope: &str,
+    account: &str,
+    signin: &str,
+    csrf: &str,
+) -> String {
     let host = redirect_host(redirect_uri);
     let loopback = url::Url::parse(redirect_uri)
         .ok()
@@ -87,7 +96,10 @@ pub fn consent(client: &Client, redirect_uri: &str, scope: &str, account: &str, 
 pub fn error(message: &str) -> String {
     page(
         "Sign-in stopped",
-        &format!("<h1>Sign-in stopped</h1><p>{}</p><p>Nothing was sent to the application.</p>", escape(message)),
+        &format!(
+            "<h1>Sign-in stopped</h1><p>{}</p><p>Nothing was sent to the application.</p>",
+            escape(message)
+        ),
     )
 }
 

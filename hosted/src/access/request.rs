@@ -47,7 +47,11 @@ pub fn client_id(query: &[(String, String)]) -> Result<&str, String> {
 }
 
 /// Checks a request from `client` (already looked up by its `client_id`).
-pub fn check(query: &[(String, String)], client: &Client, settings: &Settings) -> Result<AuthRequest, Refusal> {
+pub fn check(
+    query: &[(String, String)],
+    client: &Client,
+    settings: &Settings,
+) -> Result<AuthRequest, Refusal> {
     let local = Refusal::Local;
     let redirect_uri = param(query, "redirect_uri").map_err(local)?.ok_or_else(|| {
         Refusal::Local("the request names no redirect_uri: this hub needs it on every request".into())
@@ -69,26 +73,45 @@ pub fn check(query: &[(String, String)], client: &Client, settings: &Settings) -
     match one("response_type")? {
         Some("code") => {}
         Some(other) => {
-            return Err(back("unsupported_response_type", format!("response_type `{other}`: this hub answers only `code`")));
+            return Err(back(
+                "unsupported_response_type",
+                format!("response_type `{other}`: this hub answers only `code`"),
+            ));
         }
         None => return Err(back("invalid_request", "the request names no response_type (`code`)".into())),
     }
     let challenge = match (one("code_challenge")?, one("code_challenge_method")?) {
-        (None, _) => return Err(back("invalid_request", "PKCE is required: send code_challenge with code_challenge_method S256".into())),
+        (None, _) => {
+            return Err(back(
+                "invalid_request",
+                "PKCE is required: send code_challenge with code_challenge_method S256".into(),
+            ));
+        }
         (Some(_), Some("S256")) => one("code_challenge")?.unwrap_or_default(),
         (Some(_), None | Some("plain")) => {
-            return Err(back("invalid_request", "code_challenge_method must be S256 (plain is not accepted)".into()));
+            return Err(back(
+                "invalid_request",
+                "code_challenge_method must be S256 (plain is not accepted)".into(),
+            ));
         }
-        (Some(_), Some(other)) => return Err(back("invalid_request", format!("code_challenge_method `{other}` is not S256"))),
+        (Some(_), Some(other)) => {
+            return Err(back("invalid_request", format!("code_challenge_method `{other}` is not S256")));
+        }
     };
     if !is_challenge(challenge) {
-        return Err(back("invalid_request", "code_challenge is not an S256 challenge (43 base64url characters)".into()));
+        return Err(back(
+            "invalid_request",
+            "code_challenge is not an S256 challenge (43 base64url characters)".into(),
+        ));
     }
     let scope = parse_scope(one("scope")?).map_err(|e| back("invalid_scope", e))?;
     let resource = settings.resource();
     if let Some(asked) = one("resource")? {
         if asked != resource {
-            return Err(back("invalid_target", format!("resource `{asked}` is not this hub's; it serves `{resource}`")));
+            return Err(back(
+                "invalid_target",
+                format!("resource `{asked}` is not this hub's; it serves `{resource}`"),
+            ));
         }
     }
     Ok(AuthRequest {
@@ -114,7 +137,13 @@ pub fn redirect_to(redirect_uri: &str, params: &[(&str, &str)]) -> String {
 }
 
 /// Where a refused request goes back to the client: its error, `state` and `iss`.
-pub fn error_redirect(redirect_uri: &str, state: Option<&str>, error: &str, description: &str, issuer: &str) -> String {
+pub fn error_redirect(
+    redirect_uri: &str,
+    state: Option<&str>,
+    error: &str,
+    description: &str,
+    issuer: &str,
+) -> String {
     let mut params = vec![("error", error), ("error_description", description)];
     if let Some(state) = state {
         params.push(("state", state));
@@ -204,7 +233,13 @@ mod tests {
 
     #[test]
     fn errors_go_back_with_state_and_iss() {
-        let to = error_redirect("https://app.example/cb?x=1", Some("s1"), "access_denied", "the person refused", "https://hub.example");
+        let to = error_redirect(
+            "https://app.example/cb?x=1",
+            Some("s1"),
+            "access_denied",
+            "the person refused",
+            "https://hub.example",
+        );
         assert_eq!(
             to,
             "https://app.example/cb?x=1&error=access_denied&error_description=the+person+refused&state=s1&iss=https%3A%2F%2Fhub.example"

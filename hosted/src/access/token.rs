@@ -109,8 +109,12 @@ pub fn digest(secret: &str) -> String {
 pub fn pkce_matches(challenge: &str, verifier: &str) -> bool {
     let shaped = (43..=128).contains(&verifier.len())
         && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
-    let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    shaped && crate::same_secret(&computed, challenge)
+    shaped && crate::same_secret(&pkce_challenge(verifier), challenge)
+}
+
+/// The S256 challenge of `verifier`.
+pub fn pkce_challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
 /// Whether `challenge` is shaped like an S256 challenge: 43 base64url characters.
