@@ -249,7 +249,10 @@ impl Server<'_> {
         let mut client = match check_registration(body) {
             Ok(client) => client,
             Err(bad) => {
-                return json_answer(400, &json!({ "error": bad.error, "error_description": bad.description }));
+                return json_answer(
+                    400,
+                    &json!({ "error": bad.error, "error_description": bad.description }),
+                );
             }
         };
         client.id = format!("hub_c.{}", URL_SAFE_NO_PAD.encode(&random()[..16]));

@@ -138,6 +138,23 @@ impl Hub {
         serde_json::from_str::<Value>(&text).unwrap()["result"].clone()
     }
 
+    /// Whether any file of workerd's storage holds `secret` as it is.
+    fn stored(&self, secret: &str) -> bool {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() { walk(&path, out) } else { out.push(path) }
+            }
+        }
+        let mut files = vec![];
+        walk(self._dir.path(), &mut files);
+        assert!(!files.is_empty());
+        files.iter().any(|f| {
+            let bytes = std::fs::read(f).unwrap_or_default();
+            bytes.windows(secret.len()).any(|w| w == secret.as_bytes())
+        })
+    }
+
     fn accounts(&self) -> Value {
         let (status, _, text) =
             self.http("GET", "/admin/accounts", &[format!("authorization: Bearer {ADMIN_TOKEN}")], "");
@@ -259,7 +276,9 @@ fn registration_takes_claude_and_chatgpt_and_refuses_bad_redirect_uris() {
     let (status, confidential) = register(json!({ "client_name": "Server app", "redirect_uris": [CLAUDE] }));
     assert_eq!(status, 201);
     assert_eq!(confidential["token_endpoint_auth_method"], "client_secret_basic");
-    assert!(confidential["client_secret"].as_str().unwrap().starts_with("hub_cs."), "{confidential}");
+    let secret = confidential["client_secret"].as_str().unwrap();
+    assert!(secret.starts_with("hub_cs."), "{confidential}");
+    assert!(!hub.stored(secret), "the client secret is stored only as its digest");
     for bad in [json!(["http://evil.example/cb"]), json!([]), json!(["https://a.example/cb#frag"])] {
         let (status, err) = register(json!({ "redirect_uris": bad }));
         assert_eq!((status, err["error"].as_str()), (400, Some("invalid_redirect_uri")), "{err}");
@@ -424,6 +443,11 @@ fn codes_are_single_use_bound_to_their_client_and_verifier() {
         ("client_id", &s("client_id")),
     ]);
     assert_eq!((status, err["error"].as_str()), (400, Some("invalid_grant")), "{err}");
+    // Codes and tokens are stored only as digests.
+    for secret in [code, access, tokens["refresh_token"].as_str().unwrap()] {
+        assert!(!hub.stored(secret), "{secret} is in workerd's storage");
+    }
+    assert!(hub.stored(&s("client_id")), "the scan does find what is stored");
 }
 
 #[test]
