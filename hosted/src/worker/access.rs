@@ -463,10 +463,16 @@ impl Server<'_> {
             return local_error(400, "this sign-in is unknown or expired: start again from the application");
         };
         let browser = cookie(request, COOKIE).map(|c| digest(&c));
-        if !browser.is_some_and(|b| same_secret(&b, &signin.browser)) || signin.account.is_some() {
+        if !browser.is_some_and(|b| same_secret(&b, &signin.browser)) {
             return local_error(
                 400,
                 "this sign-in was started in another browser: start again from the application",
+            );
+        }
+        if signin.account.is_some() {
+            return local_error(
+                400,
+                "this sign-in already came back from the identity provider: start again from the application",
             );
         }
         let back = |error: &str, description: &str| {
@@ -587,6 +593,7 @@ impl Server<'_> {
         self.exec("DELETE FROM signins WHERE digest = ?", vec![digest(id).into()])?;
         let issuer = &self.settings().issuer;
         let request = signin.request;
+        let spent = Some(format!("{COOKIE}=; Path=/oauth; HttpOnly; SameSite=Lax; Max-Age=0"));
         if one(&pairs, "decision") != Some("allow") {
             let to = error_redirect(
                 &request.redirect_uri,
@@ -595,7 +602,7 @@ impl Server<'_> {
                 "the person refused",
                 issuer,
             );
-            return redirect(&to, 303, None);
+            return redirect(&to, 303, spent);
         }
         let code = secret("hub_ac", random());
         let now = now_s();
@@ -615,7 +622,7 @@ impl Server<'_> {
             params.push(("state", state));
         }
         params.push(("iss", issuer));
-        redirect(&redirect_to(&request.redirect_uri, &params), 303, None)
+        redirect(&redirect_to(&request.redirect_uri, &params), 303, spent)
     }
 
     // ---- tokens ----------------------------------------------------------------------------

@@ -8,7 +8,8 @@
 //! `/oauth/*`, the authorization server, in the `Access` object.
 //!
 //! Routes for operators: `POST /t/<tenant>/mcp` (MCP; a bearer token from the
-//! `HUB_ACCESS_TOKEN` secret when that secret is set), and the admin endpoint behind a bearer
+//! `HUB_ACCESS_TOKEN` secret when that secret is set, and refused without that secret while
+//! sign-in is on, so no tenant is reachable around its owner's token), and the admin endpoint behind a bearer
 //! token from the `HUB_ADMIN_TOKEN` secret, always: `POST /t/<tenant>/admin/load`,
 //! `GET /t/<tenant>/admin/runs`, `GET /t/<tenant>/admin/pending` (runs waiting for a person,
 //! with their undecided calls), `POST /t/<tenant>/admin/approve` (`{"run": "<run id>",
@@ -144,7 +145,18 @@ async fn operator(request: Request, env: Env, path: &str) -> Result<Response> {
         return Response::error(NOT_FOUND, 404);
     };
     let token = match rest {
-        "mcp" => secret_text(&env, "HUB_ACCESS_TOKEN"),
+        // With sign-in on, people reach their tenant through /mcp only: the operator's path to
+        // any tenant is open only behind the operator's own token.
+        "mcp" => match secret_text(&env, "HUB_ACCESS_TOKEN") {
+            None if access_config(&env).is_some() => {
+                return Response::error(
+                    "the operator's /t/<tenant>/mcp needs the HUB_ACCESS_TOKEN secret while sign-in is on: \
+                     people use /mcp",
+                    403,
+                );
+            }
+            token => token,
+        },
         "admin/load" | "admin/runs" | "admin/pending" | "admin/approve" => {
             match secret_text(&env, "HUB_ADMIN_TOKEN") {
                 Some(secret) => Some(secret),

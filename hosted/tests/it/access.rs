@@ -251,6 +251,10 @@ fn mcp_answers_401_with_where_to_sign_in_and_the_metadata_is_exact() {
     assert_eq!(asm["registration_endpoint"], format!("{public}/oauth/register"));
     assert_eq!(asm["revocation_endpoint"], format!("{public}/oauth/revoke"));
     assert!(asm["token_endpoint_auth_methods_supported"].as_array().unwrap().contains(&json!("none")));
+    // With sign-in on and no HUB_ACCESS_TOKEN, the operator's path reaches no tenant.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let (status, _, text) = hub.http("POST", "/t/acme/mcp", &[], &ping);
+    assert_eq!(status, 403, "{text}");
     // A token that is not the hub's (the identity provider's own JWT shape, garbage).
     for token in ["eyJhbGciOiJSUzI1NiJ9.e30.sig", "hub_at.e30.AAAA"] {
         let (status, head, _) = hub.rpc(Some(token), "ping", json!({}));
@@ -749,7 +753,7 @@ fn client_id_metadata_documents_are_refused_when_private_huge_slow_or_mismatched
 /// without one, alternating. Printed; held to a loose bound here (the machine is shared).
 #[test]
 fn the_token_check_costs_well_under_a_millisecond() {
-    let hub = Hub::start(&[]);
+    let hub = Hub::start(&[("HUB_ACCESS_TOKEN", "operator-token")]);
     let (_, tokens) = hub.tokens("mcp");
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let tenant = hub.tenant_of("alice");
@@ -760,7 +764,8 @@ fn the_token_check_costs_well_under_a_millisecond() {
         let (status, _, _) = hub.http("POST", "/mcp", &[format!("authorization: Bearer {access}")], &body);
         let a = started.elapsed();
         let started = Instant::now();
-        let (status2, _, _) = hub.http("POST", &format!("/t/{tenant}/mcp"), &[], &body);
+        let operator = ["authorization: Bearer operator-token".to_owned()];
+        let (status2, _, _) = hub.http("POST", &format!("/t/{tenant}/mcp"), &operator, &body);
         let b = started.elapsed();
         assert_eq!((status, status2), (200, 200));
         if round >= 40 {
