@@ -43,6 +43,8 @@ const WATCH_STDIN = !args.includes('--no-stdin-watch');
 
 // Who logs in at the next login prompt; POST /__control {"user": "bob"} changes it.
 let user = 'alice';
+// Whether the next login prompt is refused (access_denied); POST /__control {"refuse": true}.
+let refuseNext = false;
 const SCOPE = 'mcp:tools';
 const MODES = new Set([
   'normal', 'issuer-mismatch', 'no-s256', 'plain-http-public', 'token-wrong-type',
@@ -227,6 +229,12 @@ async function interaction(req, res) {
   const details = await provider.interactionDetails(req, res);
   const { prompt, params, session } = details;
   if (prompt.name === 'login') {
+    if (refuseNext) {
+      refuseNext = false;
+      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the person refused' },
+        { mergeWithLastSubmission: false });
+      return;
+    }
     await provider.interactionFinished(req, res, { login: { accountId: user } }, { mergeWithLastSubmission: false });
     return;
   }
@@ -488,6 +496,7 @@ mcpApp.post('/__control', express.json(), (req, res) => {
     out.revoked = revokeEverything();
     log('revoked every grant and token', out.revoked);
   }
+  if (body.refuse === true) refuseNext = true;
   if (typeof body.user === 'string' && /^[a-z0-9-]{1,32}$/.test(body.user)) {
     user = body.user;
     log('user', user);

@@ -655,6 +655,15 @@ fn a_decision_needs_the_pages_csrf_token_its_origin_and_a_post() {
     assert_eq!((q["error"].as_str(), q["state"].as_str()), ("access_denied", "st-1"));
     assert_eq!(q["iss"], public);
     assert!(!q.contains_key("code"));
+
+    // So does a refusal at the identity provider, with the hub's iss, not the provider's.
+    hub.idp.control(json!({ "refuse": true }));
+    let refused = hub.sign_in(json!({ "mode": "code" }));
+    let back = url::Url::parse(refused["back"].as_str().unwrap()).unwrap();
+    let q: std::collections::HashMap<_, _> = back.query_pairs().into_owned().collect();
+    assert_eq!((q["error"].as_str(), q["state"].as_str()), ("access_denied", "st-1"), "{back}");
+    assert_eq!(q["iss"], public);
+    assert!(hub.accounts().as_array().unwrap().len() == 1, "the refused sign-in made no account");
 }
 
 /// A loopback server for client ID metadata documents: `/good.json`, `/huge.json` (1 MiB),
