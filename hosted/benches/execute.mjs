@@ -24,6 +24,8 @@ if (!binary || !bundle || !workerd) {
 const rounds = Number(roundsArg ?? 200);
 const ADMIN = "bench-admin-token";
 const SECRETS_KEY = "bench-secrets-key";
+// The operator's /t/<tenant>/mcp needs its token while sign-in is on.
+const OPERATOR = "bench-operator-token";
 
 /// An access token for `tenant` at `origin`/mcp, as the Worker signs one (see token.rs).
 function accessToken(origin, tenant) {
@@ -112,7 +114,7 @@ async function hosted() {
     workerd,
     ["serve", join(bundle, "workerd.capnp"), "--socket-addr", `http=127.0.0.1:${port}`, "--directory-path", `storage=${storage}`],
     {
-      env: { ...process.env, HUB_ADMIN_TOKEN: ADMIN, HUB_SECRETS_KEY: SECRETS_KEY, HUB_PUBLIC_URL: `http://127.0.0.1:${port}` },
+      env: { ...process.env, HUB_ADMIN_TOKEN: ADMIN, HUB_SECRETS_KEY: SECRETS_KEY, HUB_PUBLIC_URL: `http://127.0.0.1:${port}`, HUB_ACCESS_TOKEN: OPERATOR },
       stdio: ["ignore", "ignore", "inherit"],
     },
   );
@@ -146,7 +148,8 @@ const round = (ms) => Math.round(ms * 100) / 100;
 
 const hub = await local();
 const worker = await hosted();
-const hostedHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const mcpHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const hostedHeaders = { ...mcpHeaders, authorization: `Bearer ${OPERATOR}` };
 const hostedUrl = (tenant) => `${worker.origin}/t/${tenant}/mcp`;
 
 // The first call after workerd started (isolate and wasm compiled, first object).
@@ -156,7 +159,7 @@ for (let i = 0; i < 20; i++) {
   await execute(hub.url, hub.headers);
   await execute(hostedUrl("bench"), hostedHeaders);
 }
-const authorizedHeaders = { ...hostedHeaders, authorization: `Bearer ${accessToken(worker.origin, "bench")}` };
+const authorizedHeaders = { ...mcpHeaders, authorization: `Bearer ${accessToken(worker.origin, "bench")}` };
 const authorized = () => execute(`${worker.origin}/mcp`, authorizedHeaders);
 for (let i = 0; i < 20; i++) await authorized();
 const times = { local: [], hosted: [], authorized: [] };

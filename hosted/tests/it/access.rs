@@ -490,6 +490,16 @@ fn a_rotated_refresh_token_used_again_revokes_its_family() {
     let (status, err) = refresh(second_token);
     assert_eq!((status, err["error"].as_str()), (400, Some("invalid_grant")), "{err}");
 
+    // Two exchanges of one code at once: exactly one gets tokens.
+    let signed = hub.sign_in(json!({ "mode": "code" }));
+    let answers: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let racing: Vec<_> = (0..2).map(|_| scope.spawn(|| hub.exchange_code(&signed))).collect();
+        racing.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let mut statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    statuses.sort();
+    assert_eq!(statuses, [200, 400], "{answers:?}");
+
     // Revocation (RFC 7009) ends a family too.
     let (signed, tokens) = hub.tokens("mcp");
     let client = signed["client_id"].as_str().unwrap();
