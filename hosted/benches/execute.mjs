@@ -1,6 +1,8 @@
 // Times `execute` of `return 1` over HTTP against the local hub (`hub serve --http`) and the
 // hosted Worker under workerd, alternating one call each so both see the same machine load,
-// and the cold start of a new tenant's Durable Object. Run through `cargo xtask hosted bench`,
+// the same through the single `/mcp` address with an OAuth access token (minted here the way
+// hosted/src/access/token.rs signs one, under the bench's own key), and the cold start of a
+// new tenant's Durable Object. Run through `cargo xtask hosted bench`,
 // which builds both and passes:
 //
 //   node execute.mjs <capabilities binary> <bundle dir> <workerd binary> [rounds]
@@ -8,6 +10,7 @@
 // Prints one JSON object: medians (p50) and p90 in milliseconds, and hosted/local.
 
 import { spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -20,6 +23,18 @@ if (!binary || !bundle || !workerd) {
 }
 const rounds = Number(roundsArg ?? 200);
 const ADMIN = "bench-admin-token";
+const SECRETS_KEY = "bench-secrets-key";
+// The operator's /t/<tenant>/mcp needs its token while sign-in is on.
+const OPERATOR = "bench-operator-token";
+
+/// An access token for `tenant` at `origin`/mcp, as the Worker signs one (see token.rs).
+function accessToken(origin, tenant) {
+  const key = createHmac("sha256", SECRETS_KEY).update("capabilities-hosted access tokens v1").digest();
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { tenant, account: "bench|bench", client: "bench", scope: "mcp", resource: `${origin}/mcp`, family: "f-bench", iat: now, exp: now + 3600 };
+  const body = Buffer.from(JSON.stringify(claims)).toString("base64url");
+  return `hub_at.${body}.${createHmac("sha256", key).update(body).digest("base64url")}`;
+}
 const dir = mkdtempSync(join(tmpdir(), "capabilities-bench-"));
 const children = [];
 const cleanup = () => {
@@ -98,7 +113,10 @@ async function hosted() {
   const child = spawn(
     workerd,
     ["serve", join(bundle, "workerd.capnp"), "--socket-addr", `http=127.0.0.1:${port}`, "--directory-path", `storage=${storage}`],
-    { env: { ...process.env, HUB_ADMIN_TOKEN: ADMIN, HUB_SECRETS_KEY: "bench-secrets-key" }, stdio: ["ignore", "ignore", "inherit"] },
+    {
+      env: { ...process.env, HUB_ADMIN_TOKEN: ADMIN, HUB_SECRETS_KEY: SECRETS_KEY, HUB_PUBLIC_URL: `http://127.0.0.1:${port}`, HUB_ACCESS_TOKEN: OPERATOR },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
   );
   children.push(child);
   child.on("exit", (code) => {
@@ -130,7 +148,8 @@ const round = (ms) => Math.round(ms * 100) / 100;
 
 const hub = await local();
 const worker = await hosted();
-const hostedHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const mcpHeaders = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const hostedHeaders = { ...mcpHeaders, authorization: `Bearer ${OPERATOR}` };
 const hostedUrl = (tenant) => `${worker.origin}/t/${tenant}/mcp`;
 
 // The first call after workerd started (isolate and wasm compiled, first object).
@@ -140,12 +159,17 @@ for (let i = 0; i < 20; i++) {
   await execute(hub.url, hub.headers);
   await execute(hostedUrl("bench"), hostedHeaders);
 }
-const times = { local: [], hosted: [] };
+const authorizedHeaders = { ...mcpHeaders, authorization: `Bearer ${accessToken(worker.origin, "bench")}` };
+const authorized = () => execute(`${worker.origin}/mcp`, authorizedHeaders);
+for (let i = 0; i < 20; i++) await authorized();
+const times = { local: [], hosted: [], authorized: [] };
 for (let i = 0; i < rounds; i++) {
   if (i % 2 === 0) {
     times.local.push(await execute(hub.url, hub.headers));
     times.hosted.push(await execute(hostedUrl("bench"), hostedHeaders));
+    times.authorized.push(await authorized());
   } else {
+    times.authorized.push(await authorized());
     times.hosted.push(await execute(hostedUrl("bench"), hostedHeaders));
     times.local.push(await execute(hub.url, hub.headers));
   }
@@ -168,6 +192,9 @@ console.log(
       hostedP50Ms: round(hosted50),
       hostedP90Ms: round(quantile(times.hosted, 0.9)),
       hostedOverLocal: round(hosted50 / local50),
+      authorizedMcpP50Ms: round(quantile(times.authorized, 0.5)),
+      authorizedMcpP90Ms: round(quantile(times.authorized, 0.9)),
+      authorizedOverHosted: round(quantile(times.authorized, 0.5) / hosted50),
       newTenantFirstCallP50Ms: round(quantile(cold, 0.5)),
       newTenantSecondCallP50Ms: round(quantile(second, 0.5)),
       workerdListeningMs: round(worker.listening),

@@ -13,6 +13,7 @@
 use capabilities_core::approval::state::constant_time_eq;
 use capabilities_core::wording::HostWords;
 
+pub mod access;
 pub mod records;
 pub mod rpc;
 pub mod seal;

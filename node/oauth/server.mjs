@@ -41,7 +41,10 @@ const ACCESS_TTL = option('--access-ttl', 5);
 const REFRESH_TTL = option('--refresh-ttl', 30 * 24 * 60 * 60);
 const WATCH_STDIN = !args.includes('--no-stdin-watch');
 
-const USER = 'alice';
+// Who logs in at the next login prompt; POST /__control {"user": "bob"} changes it.
+let user = 'alice';
+// Whether the next login prompt is refused (access_denied); POST /__control {"refuse": true}.
+let refuseNext = false;
 const SCOPE = 'mcp:tools';
 const MODES = new Set([
   'normal', 'issuer-mismatch', 'no-s256', 'plain-http-public', 'token-wrong-type',
@@ -226,7 +229,13 @@ async function interaction(req, res) {
   const details = await provider.interactionDetails(req, res);
   const { prompt, params, session } = details;
   if (prompt.name === 'login') {
-    await provider.interactionFinished(req, res, { login: { accountId: USER } }, { mergeWithLastSubmission: false });
+    if (refuseNext) {
+      refuseNext = false;
+      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the person refused' },
+        { mergeWithLastSubmission: false });
+      return;
+    }
+    await provider.interactionFinished(req, res, { login: { accountId: user } }, { mergeWithLastSubmission: false });
     return;
   }
   if (prompt.name === 'consent') {
@@ -487,6 +496,11 @@ mcpApp.post('/__control', express.json(), (req, res) => {
     out.revoked = revokeEverything();
     log('revoked every grant and token', out.revoked);
   }
+  if (body.refuse === true) refuseNext = true;
+  if (typeof body.user === 'string' && /^[a-z0-9-]{1,32}$/.test(body.user)) {
+    user = body.user;
+    log('user', user);
+  }
   if (body.mode !== undefined) {
     if (!MODES.has(body.mode)) {
       res.status(400).json({ ok: false, error: `unknown mode ${JSON.stringify(body.mode)}`, modes: [...MODES] });
@@ -498,6 +512,7 @@ mcpApp.post('/__control', express.json(), (req, res) => {
     log('mode', mode);
   }
   out.mode = mode;
+  out.user = user;
   res.json(out);
 });
 

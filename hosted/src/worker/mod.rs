@@ -1,14 +1,25 @@
 //! The Worker itself (wasm32 only): the `fetch` entry that checks tokens and hands each request
-//! to its tenant's Durable Object, and the adapters the object plugs into the core's ports.
+//! to its tenant's Durable Object, and the adapters the objects plug into the core's ports.
 //!
-//! Routes: `POST /t/<tenant>/mcp` (MCP; a bearer token from the `HUB_ACCESS_TOKEN` secret
-//! when that secret is set), and the admin endpoint behind a bearer token from the
-//! `HUB_ADMIN_TOKEN` secret, always: `POST /t/<tenant>/admin/load`, `GET /t/<tenant>/admin/runs`,
-//! `GET /t/<tenant>/admin/pending` (runs waiting for a person, with their undecided calls) and
-//! `POST /t/<tenant>/admin/approve` (`{"run": "<run id>", "choice": "once"|"run"|"always"|"deny",
-//! "call": <n>}`; without `call`, every undecided call of the run).
+//! Routes for people and their MCP clients (when `HUB_PUBLIC_URL` is set; see `access`):
+//! `POST /mcp`, the single address, its tenant taken from the OAuth access token (401 with the
+//! resource metadata's address without one, 403 `insufficient_scope` without the `mcp` scope);
+//! `/.well-known/oauth-protected-resource[/mcp]` and `/.well-known/oauth-authorization-server`;
+//! `/oauth/*`, the authorization server, in the `Access` object.
+//!
+//! Routes for operators: `POST /t/<tenant>/mcp` (MCP; a bearer token from the
+//! `HUB_ACCESS_TOKEN` secret when that secret is set, and refused without that secret while
+//! sign-in is on, so no tenant is reachable around its owner's token), and the admin endpoint behind a bearer
+//! token from the `HUB_ADMIN_TOKEN` secret, always: `POST /t/<tenant>/admin/load`,
+//! `GET /t/<tenant>/admin/runs`, `GET /t/<tenant>/admin/pending` (runs waiting for a person,
+//! with their undecided calls), `POST /t/<tenant>/admin/approve` (`{"run": "<run id>",
+//! "choice": "once"|"run"|"always"|"deny", "call": <n>}`; without `call`, every undecided call
+//! of the run) and `GET /admin/accounts` (who signed in, and their tenants).
 
+mod access;
 mod admin;
+mod http;
+mod idp;
 mod oauth;
 mod object;
 mod platform;
@@ -17,22 +28,135 @@ mod store;
 mod tenant;
 mod upstream;
 
-use worker::{Context, Env, Request, Response, Result, event};
+use worker::{Context, Env, Headers, Method, Request, RequestInit, Response, Result, event};
 
+use crate::access::{SCOPE_MCP, has_scope, metadata, token};
 use crate::{same_secret, split_tenant};
+use access::{ACCESS_BINDING, ACCESS_OBJECT, AccessConfig, access_config, now_s};
 use platform::secret_text;
 
 /// The Durable Object namespace binding of the tenants' hubs.
 pub(crate) const HUB_BINDING: &str = "HUB";
+const NOT_FOUND: &str = "not found: the hub serves /mcp (OAuth) and /t/<tenant>/mcp";
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     let path = request.path();
-    let Some((tenant, rest)) = split_tenant(&path) else {
-        return Response::error("not found: the hub serves /t/<tenant>/mcp", 404);
+    if path.starts_with("/t/") {
+        return operator(request, env, &path).await;
+    }
+    let config = match access_config(&env) {
+        Some(Ok(config)) => config,
+        Some(Err(why)) => return Response::error(format!("sign-in is misconfigured: {why}"), 503),
+        None => return Response::error(NOT_FOUND, 404),
+    };
+    let settings = &config.settings;
+    match path.as_str() {
+        "/mcp" => mcp(request, &env, &config).await,
+        "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {
+            public_json(&metadata::protected_resource(settings))
+        }
+        "/.well-known/oauth-authorization-server" => public_json(&metadata::authorization_server(settings)),
+        "/admin/accounts" => {
+            if !admin_allowed(&request, &env)? {
+                return Response::error("unauthorized: send the admin bearer token", 401);
+            }
+            env.durable_object(ACCESS_BINDING)?.get_by_name(ACCESS_OBJECT)?.fetch_with_request(request).await
+        }
+        p if p.starts_with("/oauth/") => {
+            env.durable_object(ACCESS_BINDING)?.get_by_name(ACCESS_OBJECT)?.fetch_with_request(request).await
+        }
+        _ => Response::error(NOT_FOUND, 404),
+    }
+}
+
+fn public_json(value: &serde_json::Value) -> Result<Response> {
+    let response = Response::from_json(value)?;
+    response.headers().set("access-control-allow-origin", "*")?;
+    response.headers().set("cache-control", "public, max-age=300")?;
+    Ok(response)
+}
+
+fn admin_allowed(request: &Request, env: &Env) -> Result<bool> {
+    let Some(expected) = secret_text(env, "HUB_ADMIN_TOKEN") else { return Ok(false) };
+    let given = request.headers().get("authorization")?.unwrap_or_default();
+    Ok(same_secret(given.strip_prefix("Bearer ").unwrap_or_default(), &expected))
+}
+
+/// `/mcp`: the access token's tenant, or the challenge that says where to sign in.
+async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<Response> {
+    let settings = &config.settings;
+    let given = request.headers().get("authorization")?.unwrap_or_default();
+    let Some(bearer) = given.strip_prefix("Bearer ").filter(|t| !t.is_empty()) else {
+        return challenge(
+            401,
+            "unauthorized: sign in (OAuth) to use this hub",
+            &metadata::challenge(settings, None),
+        );
+    };
+    let claims = match token::verify(&config.key, bearer, &settings.resource(), now_s()) {
+        Ok(claims) => claims,
+        Err(why) => {
+            let why = why.to_string();
+            return challenge(
+                401,
+                &format!("unauthorized: {why}"),
+                &metadata::challenge(settings, Some(&why)),
+            );
+        }
+    };
+    if !has_scope(&claims.scope, SCOPE_MCP) {
+        return challenge(
+            403,
+            "forbidden: the token lacks the `mcp` scope",
+            &metadata::insufficient_scope(settings),
+        );
+    }
+    if split_tenant(&format!("/t/{}/mcp", claims.tenant)).is_none() {
+        return Response::error("the token names no valid tenant", 401);
+    }
+    let headers = Headers::new();
+    for name in ["content-type", "accept", "mcp-protocol-version", "mcp-session-id"] {
+        if let Some(value) = request.headers().get(name)? {
+            headers.set(name, &value)?;
+        }
+    }
+    let method = request.method();
+    let mut init = RequestInit::new();
+    init.with_method(method.clone()).with_headers(headers);
+    if method == Method::Post {
+        let body = request.bytes().await?;
+        init.with_body(Some(worker::js_sys::Uint8Array::from(body.as_slice()).into()));
+    }
+    let forwarded = Request::new_with_init(&format!("https://hub.internal/t/{}/mcp", claims.tenant), &init)?;
+    let stub = env.durable_object(HUB_BINDING)?.id_from_name(&claims.tenant)?.get_stub()?;
+    stub.fetch_with_request(forwarded).await
+}
+
+fn challenge(status: u16, message: &str, header: &str) -> Result<Response> {
+    let response = Response::error(message, status)?;
+    response.headers().set("www-authenticate", header)?;
+    Ok(response)
+}
+
+/// `/t/<tenant>/…`: the operator's paths.
+async fn operator(request: Request, env: Env, path: &str) -> Result<Response> {
+    let Some((tenant, rest)) = split_tenant(path) else {
+        return Response::error(NOT_FOUND, 404);
     };
     let token = match rest {
-        "mcp" => secret_text(&env, "HUB_ACCESS_TOKEN"),
+        // With sign-in on, people reach their tenant through /mcp only: the operator's path to
+        // any tenant is open only behind the operator's own token.
+        "mcp" => match secret_text(&env, "HUB_ACCESS_TOKEN") {
+            None if access_config(&env).is_some() => {
+                return Response::error(
+                    "the operator's /t/<tenant>/mcp needs the HUB_ACCESS_TOKEN secret while sign-in is on: \
+                     people use /mcp",
+                    403,
+                );
+            }
+            token => token,
+        },
         "admin/load" | "admin/runs" | "admin/pending" | "admin/approve" => {
             match secret_text(&env, "HUB_ADMIN_TOKEN") {
                 Some(secret) => Some(secret),
@@ -41,7 +165,7 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
                 }
             }
         }
-        _ => return Response::error("not found: the hub serves /t/<tenant>/mcp", 404),
+        _ => return Response::error(NOT_FOUND, 404),
     };
     if let Some(expected) = token {
         let given = request.headers().get("authorization")?.unwrap_or_default();

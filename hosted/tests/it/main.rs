@@ -2,6 +2,7 @@
 //! over HTTP, with real MCP servers upstream. Build the bundle first (`cargo xtask hosted
 //! build`; `cargo xtask test` does).
 
+mod access;
 mod approvals;
 mod hub;
 mod oauth;

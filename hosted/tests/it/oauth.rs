@@ -22,16 +22,18 @@ use crate::support::{Workerd, post, repo, request, target_dir};
 const WHOAMI: &str = "return await fx.whoami({})";
 
 /// `node/oauth/server.mjs` under the pinned node; it exits when its stdin closes (on drop).
-struct Fixture {
+pub(crate) struct Fixture {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// The authorization server's issuer (its own origin).
+    pub(crate) issuer: String,
     mcp: String,
     /// The MCP server's port, which also serves `/__control` and `/__stats`.
     port: u16,
 }
 
 impl Fixture {
-    fn start(access_ttl: u64) -> Fixture {
+    pub(crate) fn start(access_ttl: u64) -> Fixture {
         let node = repo().join("node/node_modules/.bin/node");
         assert!(
             node.exists() && repo().join("node/node_modules/oidc-provider/package.json").is_file(),
@@ -52,7 +54,8 @@ impl Fixture {
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("the fixture said {line:?}: {e}"));
         let mcp = said["mcp"].as_str().unwrap_or_else(|| panic!("no mcp in {line}")).to_owned();
         let port = url::Url::parse(&mcp).unwrap().port().unwrap();
-        Fixture { child, stdin, mcp, port }
+        let issuer = said["issuer"].as_str().unwrap_or_else(|| panic!("no issuer in {line}")).to_owned();
+        Fixture { child, stdin, issuer, mcp, port }
     }
 
     fn origin(&self) -> String {
@@ -72,7 +75,7 @@ impl Fixture {
     }
 
     /// `POST /__control` with `{"mode": …}` or `{"revoke": true}`.
-    fn control(&self, body: Value) {
+    pub(crate) fn control(&self, body: Value) {
         let (status, text) = post(self.port, "/__control", None, &body.to_string());
         assert_eq!(status, 200, "control {body}: {text}");
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["ok"], json!(true), "{text}");

@@ -43,7 +43,7 @@ pub fn packages() -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -57,6 +57,18 @@ fn wait_for_port(port: u16, what: &str, child: &mut Child) {
         std::thread::sleep(Duration::from_millis(25));
     }
 }
+
+/// The access settings workerd reads, none of them set unless a test says so.
+const SETTINGS: [&str; 8] = [
+    "HUB_PUBLIC_URL",
+    "HUB_TOKEN_KEY",
+    "HUB_ACCESS_TTL_S",
+    "HUB_IDP",
+    "HUB_IDP_ISSUER",
+    "HUB_IDP_CLIENT_ID",
+    "HUB_IDP_CLIENT_SECRET",
+    "HUB_TEST_LOOPBACK_CLIENT_DOCUMENTS",
+];
 
 /// workerd serving the hub, killed on drop.
 pub struct Workerd {
@@ -72,8 +84,13 @@ impl Workerd {
 
     /// Starts workerd with only the secrets in `secrets` set in its environment.
     pub fn start_with(storage: &Path, secrets: &[(&str, &str)]) -> Workerd {
+        Workerd::start_on(storage, free_port(), secrets)
+    }
+
+    /// Starts workerd on `port` (a test that must name the hub's address in its settings
+    /// picks the port first).
+    pub fn start_on(storage: &Path, port: u16, secrets: &[(&str, &str)]) -> Workerd {
         let bundle = bundle();
-        let port = free_port();
         let mut child = Command::new(packages().join(".bin/workerd"))
             .arg("serve")
             .arg(bundle.join("workerd.capnp"))
@@ -85,6 +102,7 @@ impl Workerd {
             .env_remove("HUB_SECRETS_KEY")
             .env_remove("HUB_APPROVAL_KEY")
             .env_remove("HUB_ACCESS_TOKEN")
+            .envs(SETTINGS.iter().map(|name| (name, "")))
             .envs(secrets.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -257,7 +275,13 @@ pub fn request(port: u16, method: &str, path: &str, token: Option<&str>, body: &
 
 /// One HTTP/1.1 exchange with `Connection: close`; status, head and body (chunked decoded).
 /// Waits at most 120 s for the answer.
-fn exchange(port: u16, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String, String) {
+pub fn exchange(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[String],
+    body: &str,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connecting");
     stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let mut head = format!(

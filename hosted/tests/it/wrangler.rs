@@ -33,5 +33,7 @@ fn wrangler_accepts_the_config_and_bundles_the_worker() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
     assert!(text.contains("env.HUB (Hub)"), "{text}");
+    assert!(text.contains("env.ACCESS (Access)"), "{text}");
+    assert!(text.contains("HUB_PUBLIC_URL"), "{text}");
     assert!(text.contains("--dry-run: exiting now"), "{text}");
 }
