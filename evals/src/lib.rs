@@ -5,6 +5,7 @@ pub mod check;
 pub mod fixtures;
 pub mod hosted;
 pub mod live;
+pub mod recall;
 pub mod modes;
 pub mod report;
 pub mod rpc;
