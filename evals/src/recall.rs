@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use capabilities_core::address::Namespace;
 use capabilities_core::catalog::{Catalog, SourceView};
-use capabilities_core::index::Index;
+use capabilities_core::index::{FieldWeight, Index, Ranking};
 use capabilities_core::manifest::Manifest;
 use serde::Serialize;
 use serde_json::Value;
@@ -69,7 +69,9 @@ pub fn load(path: &Path) -> Result<Vec<Query>> {
         }
         let at = || format!("{}:{}", path.display(), n + 1);
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            catalog = Some(CatalogName::parse(name).with_context(|| format!("{}: unknown catalog `{name}`", at()))?);
+            catalog = Some(
+                CatalogName::parse(name).with_context(|| format!("{}: unknown catalog `{name}`", at()))?,
+            );
             continue;
         }
         let Some(catalog) = catalog else { bail!("{}: a query before any [catalog] header", at()) };
@@ -91,7 +93,8 @@ pub struct Catalogs {
 
 impl Catalogs {
     /// The fixture sources from `evals/fixtures/tools.json` (which `fixtures/tasks.mjs` writes
-    /// from the servers) and the recorded lists from `core/tests/data/tools/`.
+    /// from the servers) and the recorded lists from `core/tests/data/tools/`, indexed with the
+    /// default ranking.
     pub fn load(repo: &Path) -> Result<Catalogs> {
         let fixtures_path = repo.join("evals/fixtures/tools.json");
         let text = std::fs::read_to_string(&fixtures_path)
@@ -104,7 +107,8 @@ impl Catalogs {
         let mut recorded = Vec::new();
         for name in RECORDED {
             let path = repo.join(format!("core/tests/data/tools/{name}.json"));
-            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
             recorded.push(source(name, &serde_json::from_str(&text)?)?);
         }
         let all: Vec<SourceView> = fixtures.iter().chain(&recorded).cloned().collect();
@@ -114,6 +118,17 @@ impl Catalogs {
             (catalog, index)
         };
         Ok(Catalogs { fixtures: indexed(fixtures), recorded: indexed(recorded), all: indexed(all) })
+    }
+
+    /// The same catalogs indexed with `ranking`.
+    pub fn with(&self, ranking: Ranking) -> Catalogs {
+        let indexed =
+            |(catalog, _): &(Catalog, Index)| (catalog.clone(), Index::build_with(catalog, ranking));
+        Catalogs {
+            fixtures: indexed(&self.fixtures),
+            recorded: indexed(&self.recorded),
+            all: indexed(&self.all),
+        }
     }
 
     pub fn get(&self, name: CatalogName) -> (&Catalog, &Index) {
@@ -196,9 +211,152 @@ impl std::fmt::Display for Figures {
 /// Every query of a set that missed the top five, with what came instead.
 pub fn misses(ranked: &[Ranked]) -> String {
     let mut out = String::new();
-    for r in ranked.iter().filter(|r| !r.rank.is_some_and(|p| p <= 5)) {
+    for r in ranked.iter().filter(|r| r.rank.is_none_or(|p| p > 5)) {
         let rank = r.rank.map_or("-".to_owned(), |p| p.to_string());
-        let _ = writeln!(out, "{:>2}  {} => {}: {}", rank, r.query.text, r.query.expect.join(", "), r.top.join(" "));
+        let _ = writeln!(
+            out,
+            "{:>2}  {} => {}: {}",
+            rank,
+            r.query.text,
+            r.query.expect.join(", "),
+            r.top.join(" ")
+        );
     }
     out
+}
+
+/// What tuning maximises: MRR, with recall@5 beside it (a right tool on the first screen
+/// matters as much as its place there).
+fn objective(figures: &Figures) -> f64 {
+    figures.mrr + 0.5 * figures.recall_at_5
+}
+
+/// The least gain in the objective that moves a knob.
+const MIN_GAIN: f64 = 0.002;
+
+/// A knob of [`Ranking`] and the values tuning tries for it.
+struct Knob {
+    name: &'static str,
+    get: fn(&Ranking) -> f32,
+    set: fn(&mut Ranking, f32),
+    /// Weights scale by factors; `b` and stand-in factors take values from a fixed range.
+    values: fn(f32) -> Vec<f32>,
+}
+
+fn scaled(v: f32) -> Vec<f32> {
+    [0.5, 0.7, 0.85, 1.2, 1.4, 2.0].iter().map(|f| v * f).collect()
+}
+
+fn unit(v: f32) -> Vec<f32> {
+    let mut out: Vec<f32> = [0.0, 0.25, 0.5, 0.75, 1.0].to_vec();
+    out.extend([v - 0.1, v + 0.1].into_iter().filter(|x| (0.0..=1.0).contains(x)));
+    out
+}
+
+fn boost(v: f32) -> Vec<f32> {
+    let mut out: Vec<f32> = [1.0, 1.15, 1.3, 1.5, 2.0, 3.0].to_vec();
+    out.extend([v * 0.9, v * 1.1]);
+    out
+}
+
+macro_rules! knobs {
+    ($($name:literal: $($path:ident).+ => $values:ident),* $(,)?) => {
+        vec![$(Knob {
+            name: $name,
+            get: |r| r.$($path).+,
+            set: |r, v| r.$($path).+ = v,
+            values: $values,
+        }),*]
+    };
+}
+
+fn knobs() -> Vec<Knob> {
+    knobs![
+        "name.weight": name.weight => scaled,
+        "name.b": name.b => unit,
+        "namespace.weight": namespace.weight => scaled,
+        "description.weight": description.weight => scaled,
+        "description.b": description.b => unit,
+        "param_names.weight": param_names.weight => scaled,
+        "param_names.b": param_names.b => unit,
+        "param_descriptions.weight": param_descriptions.weight => scaled,
+        "param_descriptions.b": param_descriptions.b => unit,
+        "values.weight": values.weight => scaled,
+        "values.b": values.b => unit,
+        "source.weight": source.weight => scaled,
+        "source.b": source.b => unit,
+        "k1": k1 => scaled,
+        "prefix": prefix => unit,
+        "synonym": synonym => unit,
+        "broader": broader => unit,
+        "plural": plural => unit,
+        "named": named => boost,
+        "specific": specific => unit,
+        "action": action => boost,
+        "coordination": coordination => unit,
+    ]
+}
+
+/// Coordinate ascent over [`Ranking`]'s knobs on `queries` (the tuning set; never the held-out
+/// one), from `start`: each knob in turn takes the value that scores best, until a pass changes
+/// nothing. `each` hears every improvement.
+pub fn tune(
+    catalogs: &Catalogs,
+    queries: &[Query],
+    start: Ranking,
+    mut each: impl FnMut(&str, f32, &Figures),
+) -> Ranking {
+    let score = |ranking: Ranking| Figures::of(&rank(&catalogs.with(ranking), queries));
+    let mut best = start;
+    let mut best_figures = score(best);
+    let mut best_objective = objective(&best_figures);
+    for _pass in 0..6 {
+        let mut changed = false;
+        for knob in knobs() {
+            for value in (knob.values)((knob.get)(&best)) {
+                let value = (value * 1000.0).round() / 1000.0;
+                let mut candidate = best;
+                (knob.set)(&mut candidate, value);
+                let figures = score(candidate);
+                // Better by at least a query's step up in rank, so noise does not move a knob.
+                if objective(&figures) > best_objective + MIN_GAIN {
+                    best = candidate;
+                    best_figures = figures;
+                    best_objective = objective(&figures);
+                    changed = true;
+                    each(knob.name, value, &best_figures);
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    best
+}
+
+/// `ranking` as the Rust of `Ranking::DEFAULT`, to paste into core.
+pub fn as_rust(ranking: &Ranking) -> String {
+    let f = |w: &FieldWeight| format!("field({:?}, {:?})", w.weight, w.b);
+    format!(
+        "name: {},\nnamespace: {},\ndescription: {},\nparam_names: {},\nparam_descriptions: {},\n\
+         values: {},\nsource: {},\nk1: {:?},\nprefix: {:?},\nsynonym: {:?},\nbroader: {:?},\n\
+         plural: {:?},\nnamed: {:?},\nspecific: {:?},\naction: {:?},\ncoordination: {:?},\n",
+        f(&ranking.name),
+        f(&ranking.namespace),
+        f(&ranking.description),
+        f(&ranking.param_names),
+        f(&ranking.param_descriptions),
+        f(&ranking.values),
+        f(&ranking.source),
+        ranking.k1,
+        ranking.prefix,
+        ranking.synonym,
+        ranking.broader,
+        ranking.plural,
+        ranking.named,
+        ranking.specific,
+        ranking.action,
+        ranking.coordination,
+    )
 }

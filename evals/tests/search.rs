@@ -10,7 +10,8 @@ use capabilities_evals::repo;
 fn held_out_queries_hold_the_gate() {
     let catalogs = Catalogs::load(&repo()).unwrap();
     let tuning = recall::rank(&catalogs, &recall::load(&repo().join("evals/queries/tuning.txt")).unwrap());
-    let held_out = recall::rank(&catalogs, &recall::load(&repo().join("evals/queries/held-out.txt")).unwrap());
+    let held_out =
+        recall::rank(&catalogs, &recall::load(&repo().join("evals/queries/held-out.txt")).unwrap());
     eprintln!("tuning: {}", Figures::of(&tuning));
     eprintln!("{}", recall::misses(&tuning));
     eprintln!("held-out: {}", Figures::of(&held_out));

@@ -1,10 +1,17 @@
 //! The index: BM25F over every tool in a catalog, so `search` can rank tools by what the model
 //! wants to do.
 //!
-//! Five fields are scored, each with its own weight and length normalisation: the tool's name
-//! (words of the upstream name, the identifier and the title), its namespace, its description,
-//! its parameter names and its parameter descriptions. Connection names are never indexed:
-//! they are a person's labels for credentials and say nothing about what a tool does.
+//! Six fields are scored per tool, each with its own weight and length normalisation: the
+//! tool's name (words of the upstream name, the identifier and the title), its namespace, its
+//! description, its parameter names, its parameter descriptions, and its parameters' enum
+//! values and examples. A seventh, the source's own description (its server instructions), is
+//! shared by the source's tools: it is scored once per source and added to each of its tools
+//! that matches the query on its own. Connection names are never indexed: they are a person's
+//! labels for credentials and say nothing about what a tool does.
+//!
+//! Words are folded and stemmed (Snowball English) on both sides. A query word also brings in
+//! the words that stand in for it (`vocabulary.txt`), at a smaller factor, and an unknown word
+//! the terms it is a prefix of. The weights are tuned on the query sets in `evals/queries/`.
 //!
 //! Everything that does not depend on the query is computed at build time: each posting holds
 //! its term's finished contribution to a tool's score, so a query is a few additions per
@@ -13,6 +20,7 @@
 mod build;
 mod intern;
 mod text;
+mod vocabulary;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -20,8 +28,9 @@ use std::ops::Range;
 use crate::address::{Namespace, ToolAddress};
 use crate::catalog::Catalog;
 use intern::FxBuild;
+use vocabulary::{Kind, vocabulary};
 
-/// The indexed fields, in the order of [`FIELDS`].
+/// The per-tool fields, in the order of [`Ranking::fields`].
 #[derive(Debug, Clone, Copy)]
 enum Field {
     Name = 0,
@@ -29,24 +38,92 @@ enum Field {
     Description = 2,
     ParamNames = 3,
     ParamDescriptions = 4,
+    Values = 5,
 }
 
-const FIELD_COUNT: usize = 5;
+const FIELD_COUNT: usize = 6;
 
-/// `(weight, b)` per field: how much a match counts and how much a long field is discounted.
-const FIELDS: [(f32, f32); FIELD_COUNT] = [
-    (3.0, 0.3),  // name
-    (1.0, 0.0),  // namespace
-    (1.0, 0.75), // description
-    (1.2, 0.5),  // parameter names
-    (0.3, 0.75), // parameter descriptions
-];
+/// How much a field counts and how much a long one is discounted (BM25's `b`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldWeight {
+    pub weight: f32,
+    pub b: f32,
+}
 
-/// BM25 saturation: how quickly repeated matches stop adding to a score.
-const K1: f32 = 1.2;
+const fn field(weight: f32, b: f32) -> FieldWeight {
+    FieldWeight { weight, b }
+}
 
-/// How much a term found only by prefix (`screensh` → `screenshot`) counts.
-const PREFIX_FACTOR: f32 = 0.5;
+/// Everything that sets how tools rank. Hubs use [`Ranking::DEFAULT`]; other values are for
+/// tuning it against the query sets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranking {
+    pub name: FieldWeight,
+    pub namespace: FieldWeight,
+    pub description: FieldWeight,
+    pub param_names: FieldWeight,
+    pub param_descriptions: FieldWeight,
+    /// Parameters' enum values and examples.
+    pub values: FieldWeight,
+    /// The source's description, shared by its tools.
+    pub source: FieldWeight,
+    /// BM25 saturation: how quickly repeated matches stop adding to a score.
+    pub k1: f32,
+    /// How much a term found only by prefix (`screensh` → `screenshot`) counts.
+    pub prefix: f32,
+    /// How much a synonym from the vocabulary (`bug` for `issue`) counts.
+    pub synonym: f32,
+    /// How much a broader word's stand-in (`find` for `list`) counts.
+    pub broader: f32,
+    /// How much `list` and `search` count for a query with a plural noun (`open bugs`), which
+    /// asks for many things.
+    pub plural: f32,
+    /// The factor on the score of a tool whose namespace the query names (`github issues`).
+    pub named: f32,
+    /// How much `get` counts for a query with a number in it (`ticket 42`), which asks for
+    /// one thing.
+    pub specific: f32,
+    /// The factor on a term that is the first word of a tool's name, its action (`list` of
+    /// `listIssues`), so the query's verb tells apart tools about the same things.
+    pub action: f32,
+    /// How much matching more of the query's words counts beyond the words' own scores: a
+    /// tool's score is multiplied by `1 - c + c * share`, for the share of the query's words
+    /// it matches (0 leaves scores alone, 1 scales them by the share).
+    pub coordination: f32,
+}
+
+impl Ranking {
+    /// Tuned on `evals/queries/tuning.txt`.
+    pub const DEFAULT: Ranking = Ranking {
+        name: field(3.499, 0.75),
+        namespace: field(4.0, 0.0),
+        description: field(0.84, 0.5),
+        param_names: field(0.3, 0.5),
+        param_descriptions: field(0.72, 0.5),
+        values: field(0.72, 0.0),
+        source: field(0.5, 0.75),
+        k1: 2.4,
+        prefix: 0.75,
+        synonym: 0.75,
+        broader: 0.4,
+        plural: 0.2,
+        named: 1.3,
+        specific: 0.2,
+        action: 1.3,
+        coordination: 1.0,
+    };
+
+    fn fields(&self) -> [FieldWeight; FIELD_COUNT] {
+        [self.name, self.namespace, self.description, self.param_names, self.param_descriptions, self.values]
+    }
+}
+
+impl Default for Ranking {
+    fn default() -> Ranking {
+        Ranking::DEFAULT
+    }
+}
+
 /// At most this many vocabulary terms stand in for one unknown query word.
 const PREFIX_EXPANSIONS: usize = 8;
 /// Shorter query words are not expanded by prefix.
@@ -77,30 +154,58 @@ pub struct SearchOutcome {
     pub hidden: usize,
     /// The query had no words to search for, so a namespace was listed in listing order.
     pub listing: bool,
+    /// Even the best hit matches fewer than half of the query's words, by itself or through
+    /// words that stand in for them: nothing matches well.
+    pub weak: bool,
 }
 
 /// A BM25F index over a catalog's tools. Build it again when the catalog changes.
 #[derive(Debug, Clone, Default)]
 pub struct Index {
+    ranking: Ranking,
     /// Tool addresses by document id; documents follow the catalog's order.
     addresses: Vec<ToolAddress>,
     /// Position of each document when sorted by address, for tie-breaking.
     address_rank: Vec<u32>,
     /// Each namespace's documents, in catalog order (sorted by namespace).
     namespaces: Vec<(Namespace, Range<u32>)>,
+    /// Each document's source, as a position in `namespaces`.
+    doc_source: Vec<u32>,
+    /// Each namespace's words as terms: a query with all of them names the namespace.
+    namespace_terms: Vec<Box<[Box<str>]>>,
+    /// The terms for `list` and `search`, when tools use them.
+    listing_terms: Vec<u32>,
+    /// The term for `get`, when tools use it.
+    get_term: Option<u32>,
+    /// Each document's action: the term of the first word of its name, or `u32::MAX`.
+    actions: Vec<u32>,
     terms: HashMap<Box<str>, u32, FxBuild>,
+    /// Each term's inverse document frequency among the tools.
+    idf: Vec<f32>,
     /// Term ids sorted by their text, for prefix lookups.
     sorted_terms: Vec<(Box<str>, u32)>,
     /// Postings of term `t` are `docs[offsets[t]..offsets[t + 1]]`, with matching `weights`.
     offsets: Vec<u32>,
     docs: Vec<u32>,
     weights: Vec<f32>,
+    /// The same for source descriptions: term `t` is in the sources
+    /// `sources[source_offsets[t]..source_offsets[t + 1]]`, with matching `source_weights`.
+    /// Empty when no source has a description.
+    source_offsets: Vec<u32>,
+    sources: Vec<u32>,
+    source_weights: Vec<f32>,
 }
 
 impl Index {
     /// Indexes every tool of `catalog`.
     pub fn build(catalog: &Catalog) -> Index {
-        build::build(catalog)
+        build::build(catalog, Ranking::DEFAULT)
+    }
+
+    /// Indexes every tool of `catalog`, ranking them by `ranking` instead of the default: for
+    /// tuning.
+    pub fn build_with(catalog: &Catalog, ranking: Ranking) -> Index {
+        build::build(catalog, ranking)
     }
 
     /// Number of tools indexed.
@@ -151,33 +256,85 @@ impl Index {
             };
         }
 
-        let mut scores = vec![0f32; self.addresses.len()];
+        // Per document its score and the query words it matches, as bits. Each concept's
+        // terms are gathered in `best` first: the best of its stand-ins counts, not their sum.
+        let n = self.addresses.len();
+        let mut scores = vec![(0f32, 0u32); n];
         let mut touched: Vec<u32> = Vec::new();
-        for &(term, factor) in &plan.terms {
-            let span = self.offsets[term as usize] as usize..self.offsets[term as usize + 1] as usize;
-            for (&doc, &weight) in self.docs[span.clone()].iter().zip(&self.weights[span]) {
-                let score = &mut scores[doc as usize];
+        let mut best = vec![0f32; n];
+        let mut in_concept: Vec<u32> = Vec::new();
+        let mut source_scores = vec![(0f32, 0u32); self.namespaces.len()];
+        let mut source_best = vec![0f32; self.namespaces.len()];
+        for concept in &plan.concepts {
+            for &(term, factor) in &concept.terms {
+                let (docs, weights) = self.postings(term);
+                let action = factor * self.ranking.action;
+                for (&doc, &weight) in docs.iter().zip(weights) {
+                    let slot = &mut best[doc as usize];
+                    if *slot == 0.0 {
+                        in_concept.push(doc);
+                    }
+                    let factor = if self.actions[doc as usize] == term { action } else { factor };
+                    *slot = concept.combine(*slot, weight * factor);
+                }
+                let (sources, weights) = self.source_postings(term);
+                for (&source, &weight) in sources.iter().zip(weights) {
+                    let slot = &mut source_best[source as usize];
+                    *slot = concept.combine(*slot, weight * factor);
+                }
+            }
+            for doc in in_concept.drain(..) {
+                let (score, matched) = &mut scores[doc as usize];
                 if *score == 0.0 {
                     touched.push(doc);
                 }
-                *score += weight * factor;
+                *score += std::mem::take(&mut best[doc as usize]);
+                *matched |= concept.words;
+            }
+            for (slot, (score, matched)) in source_best.iter_mut().zip(&mut source_scores) {
+                if *slot > 0.0 {
+                    *score += std::mem::take(slot);
+                    *matched |= concept.words;
+                }
             }
         }
+        // `1 - c + c * share`, for the share of the query's words a tool matches. Plain
+        // arithmetic, so both targets compute the same bits.
+        let c = self.ranking.coordination;
+        let coordination: Vec<f32> =
+            (0..=plan.words).map(|k| 1.0 - c + c * (k as f32 / plan.words as f32)).collect();
 
+        let named: Vec<bool> = self
+            .namespace_terms
+            .iter()
+            .map(|terms| !terms.is_empty() && terms.iter().all(|t| plan.stems.iter().any(|s| s == &**t)))
+            .collect();
         let mut hidden = 0;
-        let mut found: Vec<(f32, u32, u32)> = Vec::with_capacity(touched.len());
+        // (score, address rank, document, query words matched)
+        let mut found: Vec<(f32, u32, u32, u32)> = Vec::with_capacity(touched.len());
         for doc in touched {
             if !range.contains(&doc) {
                 continue;
             }
             if keep(&self.addresses[doc as usize]) {
-                found.push((scores[doc as usize], self.address_rank[doc as usize], doc));
+                let source = self.doc_source[doc as usize] as usize;
+                let (mut score, mut matched) = scores[doc as usize];
+                let (shared, words) = source_scores[source];
+                score += shared;
+                matched |= words;
+                let matched = matched.count_ones();
+                score *= coordination[matched as usize];
+                if named[source] {
+                    score *= self.ranking.named;
+                }
+                found.push((score, self.address_rank[doc as usize], doc, matched));
             } else {
                 hidden += 1;
             }
         }
         let total_matches = found.len();
-        let order = |a: &(f32, u32, u32), b: &(f32, u32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let order =
+            |a: &(f32, u32, u32, u32), b: &(f32, u32, u32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if found.len() > limit {
             if limit == 0 {
                 found.clear();
@@ -187,11 +344,23 @@ impl Index {
             }
         }
         found.sort_unstable_by(order);
+        let weak = found.first().is_some_and(|&(_, _, _, matched)| 2 * (matched as usize) < plan.words);
         let hits = found
             .into_iter()
-            .map(|(score, _, doc)| Hit { address: self.addresses[doc as usize].clone(), score })
+            .map(|(score, _, doc, _)| Hit { address: self.addresses[doc as usize].clone(), score })
             .collect();
-        SearchOutcome { hits, total_matches, hidden, listing: false }
+        SearchOutcome { hits, total_matches, hidden, listing: false, weak }
+    }
+
+    fn postings(&self, term: u32) -> (&[u32], &[f32]) {
+        let span = self.offsets[term as usize] as usize..self.offsets[term as usize + 1] as usize;
+        (&self.docs[span.clone()], &self.weights[span])
+    }
+
+    fn source_postings(&self, term: u32) -> (&[u32], &[f32]) {
+        let Some(&end) = self.source_offsets.get(term as usize + 1) else { return (&[], &[]) };
+        let span = self.source_offsets[term as usize] as usize..end as usize;
+        (&self.sources[span.clone()], &self.source_weights[span])
     }
 
     fn list(&self, range: Range<u32>, limit: usize, keep: impl Fn(&ToolAddress) -> bool) -> SearchOutcome {
@@ -213,43 +382,139 @@ impl Index {
         self.namespaces.iter().find(|(n, _)| n == ns).map(|(_, r)| r.clone())
     }
 
-    /// The query's terms with their factors; words the index does not know are looked up by
-    /// prefix.
+    /// The query's terms with their factors: each searchable word's own term, what the
+    /// vocabulary has stand in for it (and for phrases of it), and for a word the index does
+    /// not know, the terms it is a prefix of.
     fn plan(&self, query: &str) -> Plan {
         let mut plan = Plan::default();
+        // Every whole word, stemmed, with its bit among the searchable words (0 for a
+        // stopword); and the parts of words that change case inside (`createIssue`), each with
+        // the bit of its word, so matching a part matches the word.
+        let mut words: Vec<(String, u32)> = Vec::new();
+        let mut parts: Vec<(String, u32)> = Vec::new();
+        // Each searchable word as enum values hold it, unstemmed.
+        let mut values: Vec<(String, u32)> = Vec::new();
         let mut buf = String::new();
-        let mut unknown: Vec<String> = Vec::new();
-        text::for_each_word(clip(query, MAX_QUERY_BYTES), &mut buf, |word| {
+        text::for_each_word_and_part(clip(query, MAX_QUERY_BYTES), &mut buf, |word, part| {
+            let mut text = String::new();
+            word.write_into(&mut text);
+            if part {
+                let bit = words.last().map_or(0, |(_, bit)| *bit);
+                if bit != 0 && !text::is_stopword(&text) {
+                    text::stem(&mut text);
+                    parts.push((text, bit));
+                }
+                return;
+            }
             if plan.words >= MAX_QUERY_WORDS {
                 return;
             }
-            let mut word = {
-                let mut text = String::new();
-                word.write_into(&mut text);
-                text
-            };
-            if text::is_stopword(&word) {
+            if text::is_stopword(&text) {
+                words.push((text, 0));
                 return;
             }
-            text::stem(&mut word);
-            plan.words += 1;
-            match self.terms.get(word.as_str()) {
-                Some(&term) => plan.add(term, 1.0),
-                None => unknown.push(word),
+            // A number is a value (`ticket 42`), not a word tools use.
+            if text.bytes().all(|b| b.is_ascii_digit()) {
+                plan.specific = true;
+                words.push((text, 0));
+                return;
             }
+            let folded = text.clone();
+            text::stem(&mut text);
+            plan.plural |= is_plural(&folded, &text);
+            values.push((build::value_term(&folded), 1 << plan.words));
+            words.push((text, 1 << plan.words));
+            plan.words += 1;
         });
-        for word in unknown {
+        plan.stems =
+            words.iter().chain(&parts).filter(|(_, bit)| *bit != 0).map(|(w, _)| w.clone()).collect();
+        if plan.plural {
+            for &term in &self.listing_terms {
+                // Stands for none of the query's words: it only leans the ranking.
+                plan.add(0, false, term, self.ranking.plural);
+            }
+        }
+        if let (true, Some(term)) = (plan.specific, self.get_term) {
+            plan.add(0, false, term, self.ranking.specific);
+        }
+
+        // Each word's own term; the parts of a word that changes case count together.
+        let mut unknown: Vec<(&str, u32)> = Vec::new();
+        for (word, bit) in &words {
+            if *bit == 0 {
+                continue;
+            }
+            match self.terms.get(word.as_str()) {
+                Some(&term) => plan.add(*bit, false, term, 1.0),
+                None => unknown.push((word, *bit)),
+            }
+        }
+        for (word, bit) in &parts {
+            if let Some(&term) = self.terms.get(word.as_str()) {
+                plan.add(*bit, true, term, 1.0);
+            }
+        }
+        for (value, bit) in &values {
+            if let Some(&term) = self.terms.get(value.as_str()) {
+                plan.add(*bit, false, term, 1.0);
+            }
+        }
+
+        // What the vocabulary has stand in for each word and phrase. A stand-in never counts
+        // for more than the words it stands for would: its rarity is capped at theirs.
+        let vocabulary = vocabulary();
+        for start in 0..words.len() {
+            let longest = vocabulary.longest.min(words.len() - start);
+            for len in 1..=longest {
+                let span = &words[start..start + len];
+                let mask = span.iter().fold(0, |m, (_, bit)| m | bit);
+                if mask == 0 {
+                    continue;
+                }
+                let phrase: Vec<&str> = span.iter().map(|(w, _)| w.as_str()).collect();
+                let stand_ins = vocabulary.stand_ins(&phrase);
+                if stand_ins.is_empty() {
+                    continue;
+                }
+                let rarity = span
+                    .iter()
+                    .filter_map(|(w, _)| self.terms.get(w.as_str()))
+                    .map(|&t| self.idf[t as usize])
+                    .fold(None, |m: Option<f32>, idf| Some(m.map_or(idf, |m| m.max(idf))));
+                for stand_in in stand_ins {
+                    let factor = match stand_in.kind {
+                        Kind::Synonym => self.ranking.synonym,
+                        Kind::Broader => self.ranking.broader,
+                    };
+                    let group = plan.concept(mask, stand_in.terms.len() > 1);
+                    for t in &stand_in.terms {
+                        if let Some(&term) = self.terms.get(&**t) {
+                            let idf = self.idf[term as usize];
+                            let capped = match rarity {
+                                Some(rarity) if idf > rarity => factor * rarity / idf,
+                                _ => factor,
+                            };
+                            plan.add_to(group, term, capped);
+                        }
+                    }
+                }
+            }
+        }
+
+        // A word no tool uses: the terms it is a prefix of.
+        for (word, bit) in unknown {
             if word.chars().count() < PREFIX_MIN_CHARS {
                 continue;
             }
             let from = self.sorted_terms.partition_point(|(t, _)| **t < *word);
             for (t, term) in self.sorted_terms[from..].iter().take(PREFIX_EXPANSIONS) {
-                if !t.starts_with(word.as_str()) {
+                if !t.starts_with(word) {
                     break;
                 }
-                plan.add(*term, PREFIX_FACTOR);
+                plan.add(bit, false, *term, self.ranking.prefix);
             }
         }
+        plan.concepts.retain(|c| !c.terms.is_empty());
         plan
     }
 }
@@ -259,17 +524,65 @@ impl Index {
 struct Plan {
     /// Searchable words in the query, known or not.
     words: usize,
+    /// The searchable words, stemmed.
+    stems: Vec<String>,
+    /// A word is a plural noun.
+    plural: bool,
+    /// A word is a number.
+    specific: bool,
+    concepts: Vec<Concept>,
+}
+
+/// Terms that stand for the same query words: a word's own term, its stand-ins and prefix
+/// matches. A tool scores the best of them, or, for the terms of one phrase, their sum.
+struct Concept {
+    /// The query words it stands for, as bits; 0 for none.
+    words: u32,
+    sum: bool,
     /// Distinct terms with the factor they count with.
     terms: Vec<(u32, f32)>,
 }
 
+impl Concept {
+    fn combine(&self, so_far: f32, more: f32) -> f32 {
+        if self.sum { so_far + more } else { so_far.max(more) }
+    }
+}
+
 impl Plan {
-    fn add(&mut self, term: u32, factor: f32) {
-        match self.terms.iter_mut().find(|(t, _)| *t == term) {
+    /// The concept for `words`: the one already there, unless its terms are to be summed,
+    /// which always makes a new one.
+    fn concept(&mut self, words: u32, sum: bool) -> usize {
+        if !sum {
+            if let Some(i) = self.concepts.iter().position(|c| c.words == words && !c.sum) {
+                return i;
+            }
+        }
+        self.concepts.push(Concept { words, sum, terms: Vec::new() });
+        self.concepts.len() - 1
+    }
+
+    fn add(&mut self, words: u32, sum: bool, term: u32, factor: f32) {
+        let concept = self.concept(words, sum);
+        self.add_to(concept, term, factor);
+    }
+
+    fn add_to(&mut self, concept: usize, term: u32, factor: f32) {
+        let terms = &mut self.concepts[concept].terms;
+        match terms.iter_mut().find(|(t, _)| *t == term) {
             Some((_, f)) => *f = f.max(factor),
-            None => self.terms.push((term, factor)),
+            None => terms.push((term, factor)),
         }
     }
+}
+
+/// Whether a folded word looks like a plural noun (`bugs`, `issues`, not `status` or `access`):
+/// it ends in `s` and the stemmer took something off.
+fn is_plural(folded: &str, stemmed: &str) -> bool {
+    folded.len() > 3
+        && folded.ends_with('s')
+        && !["ss", "us", "is"].iter().any(|end| folded.ends_with(end))
+        && stemmed.len() < folded.len()
 }
 
 /// Document and term counts stay far below `u32::MAX`; saturate rather than wrap if not.
