@@ -289,6 +289,7 @@ fn knobs() -> Vec<Knob> {
         "prefix": prefix => unit,
         "synonym": synonym => unit,
         "broader": broader => unit,
+        "common": common => unit,
         "plural": plural => unit,
         "named": named => boost,
         "specific": specific => unit,
@@ -340,7 +341,7 @@ pub fn as_rust(ranking: &Ranking) -> String {
     let f = |w: &FieldWeight| format!("field({:?}, {:?})", w.weight, w.b);
     format!(
         "name: {},\nnamespace: {},\ndescription: {},\nparam_names: {},\nparam_descriptions: {},\n\
-         values: {},\nsource: {},\nk1: {:?},\nprefix: {:?},\nsynonym: {:?},\nbroader: {:?},\n\
+         values: {},\nsource: {},\nk1: {:?},\nprefix: {:?},\nsynonym: {:?},\nbroader: {:?},\ncommon: {:?},\n\
          plural: {:?},\nnamed: {:?},\nspecific: {:?},\naction: {:?},\ncoordination: {:?},\n",
         f(&ranking.name),
         f(&ranking.namespace),
@@ -353,6 +354,7 @@ pub fn as_rust(ranking: &Ranking) -> String {
         ranking.prefix,
         ranking.synonym,
         ranking.broader,
+        ranking.common,
         ranking.plural,
         ranking.named,
         ranking.specific,

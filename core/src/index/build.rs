@@ -49,6 +49,9 @@ struct Builder {
     /// Packed words have their own map.
     packed_surface: PackedMap,
     surface: HashMap<Box<str>, u32, FxBuild>,
+    /// The same for words of enum values and examples, which are not stemmed.
+    packed_values: PackedMap,
+    values: HashMap<Box<str>, u32, FxBuild>,
     terms: HashMap<Box<str>, u32, FxBuild>,
     texts: Vec<Box<str>>,
     /// `(term, document, frequency per field)`, in document order; one flat list is cheaper
@@ -112,7 +115,10 @@ impl Builder {
             }
         }
         for &(text, field) in texts.iter() {
-            self.words(text, field, &mut len, false);
+            match field {
+                Field::Values => self.values(text, &mut len),
+                _ => self.words(text, field, &mut len, false),
+            }
         }
 
         for term in self.touched.drain(..) {
@@ -158,29 +164,44 @@ impl Builder {
     }
 
     fn words(&mut self, text: &str, field: Field, len: &mut [u16; FIELD_COUNT], once: bool) {
-        let f = field as usize;
         let mut buf = std::mem::take(&mut self.buf);
         text::for_each_word(clip(text, MAX_FIELD_BYTES), &mut buf, |word| {
-            let term = match field {
-                Field::Values => self.value_term(word),
-                _ => self.term(word),
-            };
-            let Some(term) = term else { return };
-            let tf = &mut self.current[term as usize];
-            if *tf == [0; FIELD_COUNT] {
-                self.touched.push(term);
+            if let Some(term) = self.term(word) {
+                self.count(term, field, len, once);
             }
-            if once && tf[f] > 0 {
-                return;
-            }
-            tf[f] = tf[f].saturating_add(1);
-            len[f] = len[f].saturating_add(1);
         });
         self.buf = buf;
     }
 
-    /// The term id of a word; `None` for a stopword.
+    /// [`Builder::words`] for enum values and examples, whose terms are their own.
+    fn values(&mut self, text: &str, len: &mut [u16; FIELD_COUNT]) {
+        let mut buf = std::mem::take(&mut self.buf);
+        text::for_each_word(clip(text, MAX_FIELD_BYTES), &mut buf, |word| {
+            if let Some(term) = self.value_term(word) {
+                self.count(term, Field::Values, len, false);
+            }
+        });
+        self.buf = buf;
+    }
+
+    /// Counts one more of `term` in `field` of the document being added; with `once`, only
+    /// its first.
     #[inline]
+    fn count(&mut self, term: u32, field: Field, len: &mut [u16; FIELD_COUNT], once: bool) {
+        let f = field as usize;
+        let tf = &mut self.current[term as usize];
+        if *tf == [0; FIELD_COUNT] {
+            self.touched.push(term);
+        }
+        if once && tf[f] > 0 {
+            return;
+        }
+        tf[f] = tf[f].saturating_add(1);
+        len[f] = len[f].saturating_add(1);
+    }
+
+    /// The term id of a word; `None` for a stopword.
+    #[inline(always)]
     fn term(&mut self, word: Word<'_>) -> Option<u32> {
         let known = match word {
             Word::Packed(key) => self.packed_surface.get(key),
@@ -196,14 +217,28 @@ impl Builder {
     /// The term of a word of an enum value or example: the word as it is, unstemmed, marked
     /// apart from prose terms (`=open`), so the value `created` does not answer the verb
     /// `create`. `None` for a stopword.
-    #[cold]
     fn value_term(&mut self, word: Word<'_>) -> Option<u32> {
-        let mut folded = String::new();
-        word.write_into(&mut folded);
-        if text::is_stopword(&folded) {
-            return None;
-        }
-        Some(self.intern_term(value_term(&folded)))
+        let known = match word {
+            Word::Packed(key) => self.packed_values.get(key),
+            Word::Text(text) => self.values.get(text).copied(),
+        };
+        let id = match known {
+            Some(id) => id,
+            None => {
+                let mut folded = String::new();
+                word.write_into(&mut folded);
+                let id =
+                    if text::is_stopword(&folded) { STOPWORD } else { self.intern_term(value_term(&folded)) };
+                match word {
+                    Word::Packed(key) => self.packed_values.insert(key, id),
+                    Word::Text(_) => {
+                        self.values.insert(folded.into(), id);
+                    }
+                }
+                id
+            }
+        };
+        (id != STOPWORD).then_some(id)
     }
 
     /// The id of a term, interned if it is new.
@@ -251,7 +286,8 @@ impl Builder {
         let n = self.addresses.len();
         let norms = length_norms(&self.lengths, n, &ranking.fields());
         let idf: Vec<f32> = self.df.iter().map(|&df| idf(df, n)).collect();
-        let (offsets, docs, weights) = lay_out(&self.df, &idf, &self.postings, &norms, ranking.k1);
+        let (offsets, docs, weights) =
+            lay_out(&self.df, &idf, &self.postings, &norms, &self.actions, &ranking);
         let (source_offsets, sources, source_weights) = lay_out_sources(
             self.texts.len(),
             &self.source_postings,
@@ -260,12 +296,21 @@ impl Builder {
             &ranking,
         );
         let address_rank = address_ranks(&self.addresses, &namespaces);
-        let namespace_terms = namespaces
+        let namespace_terms: Vec<Box<[Box<str>]>> = namespaces
             .iter()
             .map(|(ns, _)| {
                 vocabulary::terms(ns.as_str()).into_iter().filter(|t| !text::is_stopword(t)).collect()
             })
             .collect();
+        let mut namespace_words: HashMap<Box<str>, Vec<u32>, FxBuild> = HashMap::default();
+        for (position, terms) in namespace_terms.iter().enumerate() {
+            for term in terms.iter() {
+                let list = namespace_words.entry(term.clone()).or_default();
+                if list.last() != Some(&to_u32(position)) {
+                    list.push(to_u32(position));
+                }
+            }
+        }
         let listing_terms = ["list", "search"].iter().filter_map(|t| self.terms.get(*t).copied()).collect();
         let get_term = self.terms.get("get").copied();
         let mut sorted_terms: Vec<(Box<str>, u32)> =
@@ -279,6 +324,7 @@ impl Builder {
             namespaces,
             doc_source,
             namespace_terms,
+            namespace_words,
             listing_terms,
             get_term,
             actions: self.actions,
@@ -324,15 +370,17 @@ fn length_norms(
         .collect()
 }
 
-/// Lays postings out term by term, each weighted by its finished score; within a term they stay
-/// in document order. Returns each term's first slot (and one past the last), then the document
+/// Lays postings out term by term, each weighted by its finished score (the BM25F of the term
+/// in the tool, times [`Ranking::action`] when it is the tool's action); within a term they
+/// stay in document order. Returns each term's first slot (and one past the last), then the document
 /// and the weight of each slot.
 fn lay_out(
     df: &[u32],
     idf: &[f32],
     postings: &[(u32, u32, [u16; FIELD_COUNT])],
     norms: &[[f32; FIELD_COUNT]],
-    k1: f32,
+    actions: &[u32],
+    ranking: &Ranking,
 ) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
     let mut offsets = Vec::with_capacity(df.len() + 1);
     offsets.push(0u32);
@@ -347,8 +395,11 @@ fn lay_out(
         let pseudo: f32 = (0..FIELD_COUNT).map(|f| f32::from(tf[f]) * norm[f]).sum();
         let slot = &mut next[term as usize];
         docs[*slot as usize] = doc;
+        // A tool's action (the first word of its name) counts more.
+        let action = if actions[doc as usize] == term { ranking.action } else { 1.0 };
+        let weight = action * idf[term as usize] * pseudo / (ranking.k1 + pseudo);
         // Never 0: a search counts a tool as matched once its score leaves 0.
-        weights[*slot as usize] = (idf[term as usize] * pseudo / (k1 + pseudo)).max(f32::MIN_POSITIVE);
+        weights[*slot as usize] = weight.max(f32::MIN_POSITIVE);
         *slot += 1;
     }
     (offsets, docs, weights)

@@ -75,13 +75,16 @@ pub struct Ranking {
     pub synonym: f32,
     /// How much a broader word's stand-in (`find` for `list`) counts.
     pub broader: f32,
-    /// How much `list` and `search` count for a query with a plural noun (`open bugs`), which
-    /// asks for many things.
+    /// A stand-in that more than this share of the tools have is left out.
+    pub common: f32,
+    /// How much more a tool whose action is `list` or `search` counts for a query with a
+    /// plural noun (`open bugs`), which asks for many things: its score is multiplied by
+    /// `1 + plural`.
     pub plural: f32,
     /// The factor on the score of a tool whose namespace the query names (`github issues`).
     pub named: f32,
-    /// How much `get` counts for a query with a number in it (`ticket 42`), which asks for
-    /// one thing.
+    /// The same for a tool whose action is `get` when the query has a number in it
+    /// (`ticket 42`), which asks for one thing.
     pub specific: f32,
     /// The factor on a term that is the first word of a tool's name, its action (`list` of
     /// `listIssues`), so the query's verb tells apart tools about the same things.
@@ -99,16 +102,17 @@ impl Ranking {
         namespace: field(4.0, 0.0),
         description: field(0.84, 0.5),
         param_names: field(0.3, 0.5),
-        param_descriptions: field(0.72, 0.5),
+        param_descriptions: field(0.36, 0.5),
         values: field(0.72, 0.0),
         source: field(0.5, 0.75),
         k1: 2.4,
         prefix: 0.75,
         synonym: 0.75,
         broader: 0.4,
+        common: 0.2,
         plural: 0.2,
         named: 1.3,
-        specific: 0.2,
+        specific: 0.25,
         action: 1.3,
         coordination: 1.0,
     };
@@ -129,7 +133,9 @@ const PREFIX_EXPANSIONS: usize = 8;
 /// Shorter query words are not expanded by prefix.
 const PREFIX_MIN_CHARS: usize = 3;
 /// Words of a query beyond this many are ignored, so a huge query costs no more than a long one.
-const MAX_QUERY_WORDS: usize = 32;
+const MAX_QUERY_WORDS: usize = 16;
+/// At most this many concepts (a word or phrase with what stands in for it) per query.
+const MAX_CONCEPTS: usize = 1024;
 /// Text of one field beyond this many bytes is not indexed.
 const MAX_FIELD_BYTES: usize = 16 * 1024;
 /// Query text beyond this many bytes is ignored.
@@ -173,12 +179,14 @@ pub struct Index {
     doc_source: Vec<u32>,
     /// Each namespace's words as terms: a query with all of them names the namespace.
     namespace_terms: Vec<Box<[Box<str>]>>,
-    /// The terms for `list` and `search`, when tools use them.
-    listing_terms: Vec<u32>,
-    /// The term for `get`, when tools use it.
-    get_term: Option<u32>,
-    /// Each document's action: the term of the first word of its name, or `u32::MAX`.
+    /// The namespaces with each of those terms.
+    namespace_words: HashMap<Box<str>, Vec<u32>, FxBuild>,
+    /// Each document's action: the term of the first word of its name (`list` of
+    /// `listIssues`), or `u32::MAX`.
     actions: Vec<u32>,
+    /// The terms for `list` and `search`, and for `get`, as actions lean on them.
+    listing_terms: Vec<u32>,
+    get_term: Option<u32>,
     terms: HashMap<Box<str>, u32, FxBuild>,
     /// Each term's inverse document frequency among the tools.
     idf: Vec<f32>,
@@ -256,46 +264,68 @@ impl Index {
             };
         }
 
-        // Per document its score and the query words it matches, as bits. Each concept's
-        // terms are gathered in `best` first: the best of its stand-ins counts, not their sum.
+        // Per document what it has scored and matched so far. A concept's terms meet in
+        // `best`, which counts once the document is reached by another concept: the best of a
+        // word's stand-ins counts, not their sum (a phrase's terms do add up).
         let n = self.addresses.len();
-        let mut scores = vec![(0f32, 0u32); n];
+        let mut scores: Vec<Tally> = vec![[0; 3]; n];
         let mut touched: Vec<u32> = Vec::new();
-        let mut best = vec![0f32; n];
-        let mut in_concept: Vec<u32> = Vec::new();
-        let mut source_scores = vec![(0f32, 0u32); self.namespaces.len()];
-        let mut source_best = vec![0f32; self.namespaces.len()];
-        for concept in &plan.concepts {
-            for &(term, factor) in &concept.terms {
+        let mut source_scores: Vec<(f32, u16)> = Vec::new();
+        for (id, concept) in (1u16..).zip(&plan.concepts) {
+            if let [(term, factor)] = concept.terms[..] {
+                // One term: straight into the score.
                 let (docs, weights) = self.postings(term);
-                let action = factor * self.ranking.action;
                 for (&doc, &weight) in docs.iter().zip(weights) {
-                    let slot = &mut best[doc as usize];
-                    if *slot == 0.0 {
-                        in_concept.push(doc);
+                    let mut tally = Tallied(&mut scores[doc as usize]);
+                    let mut current = tally.concept();
+                    if current == 0 {
+                        touched.push(doc);
+                        current = NO_CONCEPT;
                     }
-                    let factor = if self.actions[doc as usize] == term { action } else { factor };
-                    *slot = concept.combine(*slot, weight * factor);
+                    tally.set_score(tally.score() + weight * factor);
+                    tally.set(tally.matched() | concept.words, current);
                 }
+            } else {
+                for &(term, factor) in &concept.terms {
+                    let (docs, weights) = self.postings(term);
+                    for (&doc, &weight) in docs.iter().zip(weights) {
+                        let mut tally = Tallied(&mut scores[doc as usize]);
+                        let value = weight * factor;
+                        let current = tally.concept();
+                        if current != id {
+                            if current == 0 {
+                                touched.push(doc);
+                            }
+                            tally.set_score(tally.score() + tally.best());
+                            tally.set_best(value);
+                            tally.set(tally.matched() | concept.words, id);
+                        } else if concept.sum {
+                            tally.set_best(tally.best() + value);
+                        } else {
+                            tally.set_best(tally.best().max(value));
+                        }
+                    }
+                }
+            }
+            // Source descriptions: few sources have one, so no staging; the best term of the
+            // concept counts, as for tools.
+            let mut shared: Vec<(u32, f32)> = Vec::new();
+            for &(term, factor) in &concept.terms {
                 let (sources, weights) = self.source_postings(term);
                 for (&source, &weight) in sources.iter().zip(weights) {
-                    let slot = &mut source_best[source as usize];
-                    *slot = concept.combine(*slot, weight * factor);
+                    match shared.iter_mut().find(|(s, _)| *s == source) {
+                        Some((_, w)) => *w = concept.combine(*w, weight * factor),
+                        None => shared.push((source, weight * factor)),
+                    }
                 }
             }
-            for doc in in_concept.drain(..) {
-                let (score, matched) = &mut scores[doc as usize];
-                if *score == 0.0 {
-                    touched.push(doc);
+            for (source, weight) in shared {
+                if source_scores.is_empty() {
+                    source_scores = vec![(0f32, 0u16); self.namespaces.len()];
                 }
-                *score += std::mem::take(&mut best[doc as usize]);
+                let (score, matched) = &mut source_scores[source as usize];
+                *score += weight;
                 *matched |= concept.words;
-            }
-            for (slot, (score, matched)) in source_best.iter_mut().zip(&mut source_scores) {
-                if *slot > 0.0 {
-                    *score += std::mem::take(slot);
-                    *matched |= concept.words;
-                }
             }
         }
         // `1 - c + c * share`, for the share of the query's words a tool matches. Plain
@@ -303,53 +333,109 @@ impl Index {
         let c = self.ranking.coordination;
         let coordination: Vec<f32> =
             (0..=plan.words).map(|k| 1.0 - c + c * (k as f32 / plan.words as f32)).collect();
-
-        let named: Vec<bool> = self
-            .namespace_terms
-            .iter()
-            .map(|terms| !terms.is_empty() && terms.iter().all(|t| plan.stems.iter().any(|s| s == &**t)))
-            .collect();
+        let named = self.named(&plan.stems);
+        // Only read what a query needs: a tool's source for source descriptions and named
+        // namespaces, its action for the leans of plural nouns and numbers.
+        let by_source = !source_scores.is_empty() || !named.is_empty();
+        let by_action = plan.plural || plan.specific;
         let mut hidden = 0;
-        // (score, address rank, document, query words matched)
-        let mut found: Vec<(f32, u32, u32, u32)> = Vec::with_capacity(touched.len());
+        let mut total_matches = 0;
+        // The best `limit` so far, best first: (score, address rank, document, words matched).
+        let mut top: Vec<(f32, u32, u32, u32)> = Vec::with_capacity(limit + 1);
+        let better = |a: &(f32, u32, u32, u32), b: &(f32, u32, u32, u32)| {
+            a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)) == std::cmp::Ordering::Greater
+        };
         for doc in touched {
             if !range.contains(&doc) {
                 continue;
             }
-            if keep(&self.addresses[doc as usize]) {
-                let source = self.doc_source[doc as usize] as usize;
-                let (mut score, mut matched) = scores[doc as usize];
-                let (shared, words) = source_scores[source];
-                score += shared;
-                matched |= words;
-                let matched = matched.count_ones();
-                score *= coordination[matched as usize];
-                if named[source] {
-                    score *= self.ranking.named;
-                }
-                found.push((score, self.address_rank[doc as usize], doc, matched));
-            } else {
+            if !keep(&self.addresses[doc as usize]) {
                 hidden += 1;
+                continue;
             }
-        }
-        let total_matches = found.len();
-        let order =
-            |a: &(f32, u32, u32, u32), b: &(f32, u32, u32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if found.len() > limit {
-            if limit == 0 {
-                found.clear();
-            } else {
-                found.select_nth_unstable_by(limit - 1, order);
-                found.truncate(limit);
+            total_matches += 1;
+            let tally = Tallied(&mut scores[doc as usize]);
+            let mut score = tally.score() + tally.best();
+            let mut matched = tally.matched();
+            let mut factor = 1.0;
+            if by_source {
+                let source = self.doc_source[doc as usize];
+                if let Some(&(shared, words)) = source_scores.get(source as usize) {
+                    score += shared;
+                    matched |= words;
+                }
+                if named.contains(&source) {
+                    factor *= self.ranking.named;
+                }
             }
+            if by_action {
+                let action = self.actions[doc as usize];
+                if plan.plural && self.listing_terms.contains(&action) {
+                    factor *= 1.0 + self.ranking.plural;
+                } else if plan.specific && self.get_term == Some(action) {
+                    factor *= 1.0 + self.ranking.specific;
+                }
+            }
+            let matched = matched.count_ones();
+            let hit = (
+                score * coordination[matched as usize] * factor,
+                self.address_rank[doc as usize],
+                doc,
+                matched,
+            );
+            if top.len() == limit && top.last().is_none_or(|last| !better(&hit, last)) {
+                continue;
+            }
+            let at = top.partition_point(|t| better(t, &hit));
+            top.insert(at, hit);
+            top.truncate(limit);
         }
-        found.sort_unstable_by(order);
-        let weak = found.first().is_some_and(|&(_, _, _, matched)| 2 * (matched as usize) < plan.words);
-        let hits = found
+        let weak = top.first().is_some_and(|&(_, _, _, matched)| 2 * (matched as usize) < plan.words);
+        let hits = top
             .into_iter()
             .map(|(score, _, doc, _)| Hit { address: self.addresses[doc as usize].clone(), score })
             .collect();
         SearchOutcome { hits, total_matches, hidden, listing: false, weak }
+    }
+
+    /// How `query` is searched, for tuning: each concept's words (as bits) and terms, with
+    /// each term's factor and how many tools have it.
+    #[doc(hidden)]
+    pub fn explain(&self, query: &str) -> String {
+        let plan = self.plan(query);
+        let mut text_of: Vec<&str> = vec![""; self.idf.len()];
+        for (t, id) in &self.sorted_terms {
+            text_of[*id as usize] = t;
+        }
+        let mut out = format!("{} words\n", plan.words);
+        for concept in &plan.concepts {
+            let terms: Vec<String> = concept
+                .terms
+                .iter()
+                .map(|&(t, f)| format!("{}×{f:.2}({})", text_of[t as usize], self.postings(t).0.len()))
+                .collect();
+            out.push_str(&format!(
+                "  {:b}{}: {}\n",
+                concept.words,
+                if concept.sum { " sum" } else { "" },
+                terms.join(" ")
+            ));
+        }
+        out
+    }
+
+    /// The namespaces the query's words name: all of a namespace's words are among them.
+    fn named(&self, stems: &[String]) -> Vec<u32> {
+        let mut named: Vec<u32> = stems
+            .iter()
+            .filter_map(|s| self.namespace_words.get(s.as_str()))
+            .flatten()
+            .copied()
+            .filter(|&ns| self.namespace_terms[ns as usize].iter().all(|t| stems.iter().any(|s| s == &**t)))
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        named
     }
 
     fn postings(&self, term: u32) -> (&[u32], &[f32]) {
@@ -390,10 +476,10 @@ impl Index {
         // Every whole word, stemmed, with its bit among the searchable words (0 for a
         // stopword); and the parts of words that change case inside (`createIssue`), each with
         // the bit of its word, so matching a part matches the word.
-        let mut words: Vec<(String, u32)> = Vec::new();
-        let mut parts: Vec<(String, u32)> = Vec::new();
+        let mut words: Vec<(String, u16)> = Vec::new();
+        let mut parts: Vec<(String, u16)> = Vec::new();
         // Each searchable word as enum values hold it, unstemmed.
-        let mut values: Vec<(String, u32)> = Vec::new();
+        let mut values: Vec<(String, u16)> = Vec::new();
         let mut buf = String::new();
         text::for_each_word_and_part(clip(query, MAX_QUERY_BYTES), &mut buf, |word, part| {
             let mut text = String::new();
@@ -428,18 +514,8 @@ impl Index {
         });
         plan.stems =
             words.iter().chain(&parts).filter(|(_, bit)| *bit != 0).map(|(w, _)| w.clone()).collect();
-        if plan.plural {
-            for &term in &self.listing_terms {
-                // Stands for none of the query's words: it only leans the ranking.
-                plan.add(0, false, term, self.ranking.plural);
-            }
-        }
-        if let (true, Some(term)) = (plan.specific, self.get_term) {
-            plan.add(0, false, term, self.ranking.specific);
-        }
-
         // Each word's own term; the parts of a word that changes case count together.
-        let mut unknown: Vec<(&str, u32)> = Vec::new();
+        let mut unknown: Vec<(&str, u16)> = Vec::new();
         for (word, bit) in &words {
             if *bit == 0 {
                 continue;
@@ -463,6 +539,7 @@ impl Index {
         // What the vocabulary has stand in for each word and phrase. A stand-in never counts
         // for more than the words it stands for would: its rarity is capped at theirs.
         let vocabulary = vocabulary();
+        let n = self.addresses.len();
         for start in 0..words.len() {
             let longest = vocabulary.longest.min(words.len() - start);
             for len in 1..=longest {
@@ -486,16 +563,28 @@ impl Index {
                         Kind::Synonym => self.ranking.synonym,
                         Kind::Broader => self.ranking.broader,
                     };
-                    let group = plan.concept(mask, stand_in.terms.len() > 1);
-                    for t in &stand_in.terms {
-                        if let Some(&term) = self.terms.get(&**t) {
-                            let idf = self.idf[term as usize];
-                            let capped = match rarity {
-                                Some(rarity) if idf > rarity => factor * rarity / idf,
-                                _ => factor,
-                            };
-                            plan.add_to(group, term, capped);
-                        }
+                    // Every term of a phrase, or the phrase is not there.
+                    let Some(terms) = stand_in
+                        .terms
+                        .iter()
+                        .map(|t| self.terms.get(&**t).copied())
+                        .collect::<Option<Vec<u32>>>()
+                    else {
+                        continue;
+                    };
+                    // A stand-in most tools have says little and costs the most to add up.
+                    if terms.iter().any(|&t| self.postings(t).0.len() as f32 > self.ranking.common * n as f32)
+                    {
+                        continue;
+                    }
+                    let group = plan.concept(mask, terms.len() > 1);
+                    for term in terms {
+                        let idf = self.idf[term as usize];
+                        let capped = match rarity {
+                            Some(rarity) if idf > rarity => factor * rarity / idf,
+                            _ => factor,
+                        };
+                        plan.add_to(group, term, capped);
                     }
                 }
             }
@@ -515,7 +604,44 @@ impl Index {
             }
         }
         plan.concepts.retain(|c| !c.terms.is_empty());
+        // Concepts are counted in 16 bits while scoring; a query has far fewer.
+        plan.concepts.truncate(MAX_CONCEPTS);
         plan
+    }
+}
+
+/// What one document has scored so far in a search, kept as three words so a zeroed buffer
+/// is a fresh one (the allocator hands those out without a loop): the score of every concept
+/// before the current one, the current concept's best term (or sum, for a phrase), and the
+/// query words matched (low 16 bits) with the current concept (high 16 bits; counted from 1,
+/// 0 before the first, [`NO_CONCEPT`] after single terms only), each as bits.
+type Tally = [u32; 3];
+
+const NO_CONCEPT: u16 = u16::MAX;
+
+struct Tallied<'a>(&'a mut Tally);
+
+impl Tallied<'_> {
+    fn score(&self) -> f32 {
+        f32::from_bits(self.0[0])
+    }
+    fn best(&self) -> f32 {
+        f32::from_bits(self.0[1])
+    }
+    fn matched(&self) -> u16 {
+        self.0[2] as u16
+    }
+    fn concept(&self) -> u16 {
+        (self.0[2] >> 16) as u16
+    }
+    fn set_score(&mut self, score: f32) {
+        self.0[0] = score.to_bits();
+    }
+    fn set_best(&mut self, best: f32) {
+        self.0[1] = best.to_bits();
+    }
+    fn set(&mut self, matched: u16, concept: u16) {
+        self.0[2] = u32::from(matched) | u32::from(concept) << 16;
     }
 }
 
@@ -536,8 +662,8 @@ struct Plan {
 /// Terms that stand for the same query words: a word's own term, its stand-ins and prefix
 /// matches. A tool scores the best of them, or, for the terms of one phrase, their sum.
 struct Concept {
-    /// The query words it stands for, as bits; 0 for none.
-    words: u32,
+    /// The query words it stands for, as bits.
+    words: u16,
     sum: bool,
     /// Distinct terms with the factor they count with.
     terms: Vec<(u32, f32)>,
@@ -552,7 +678,7 @@ impl Concept {
 impl Plan {
     /// The concept for `words`: the one already there, unless its terms are to be summed,
     /// which always makes a new one.
-    fn concept(&mut self, words: u32, sum: bool) -> usize {
+    fn concept(&mut self, words: u16, sum: bool) -> usize {
         if !sum {
             if let Some(i) = self.concepts.iter().position(|c| c.words == words && !c.sum) {
                 return i;
@@ -562,7 +688,7 @@ impl Plan {
         self.concepts.len() - 1
     }
 
-    fn add(&mut self, words: u32, sum: bool, term: u32, factor: f32) {
+    fn add(&mut self, words: u16, sum: bool, term: u32, factor: f32) {
         let concept = self.concept(words, sum);
         self.add_to(concept, term, factor);
     }

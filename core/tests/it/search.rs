@@ -262,7 +262,7 @@ fn denied_tools_are_hidden_before_ranking_and_counted() {
         memory
           memory.createRelations(input: { relations: { from: string; to: string; relationType: string }[] }): Promise<{ relations: { … }[] }>
             Create multiple new relations between entities in the knowledge graph.
-        28 more matches. Narrow the query or pass namespace.
+        14 more matches. Narrow the query or pass namespace.
         3 tools hidden by policy."#]]
     .assert_eq(&search_text(&json!({ "query": "delete relations", "limit": 1 }), &deny_deletes));
     expect![[r#"
@@ -286,7 +286,7 @@ fn denied_tools_are_hidden_before_ranking_and_counted() {
           github  26 tools: createOrUpdateFile, searchRepositories, createRepository, getFileContents, …
           memory  9 tools: createEntities, createRelations, addObservations, deleteEntities, …
           playwright  25 tools: browserClose, browserResize, browserConsoleMessages, browserHandleDialog, …
-        70 tools hidden by policy."#]]
+        32 tools hidden by policy."#]]
     .assert_eq(&search_text(&json!({ "query": "read file" }), &deny_all));
     expect![[r#"
         No tools to show in memory.
@@ -303,7 +303,7 @@ fn asking_tools_are_marked() {
             Create a new file or completely overwrite an existing file with new content.
           filesystem.editFile(input: { path: string; edits: { oldText: string; newText: string }[]; dryRun?: boolean }): Promise<{ content: string }>
             Make line-based edits to a text file.
-        58 more matches. Narrow the query or pass namespace."#]]
+        46 more matches. Narrow the query or pass namespace."#]]
     .assert_eq(&search_text(&json!({ "query": "write file", "limit": 2 }), &ask_writes));
 }
 
