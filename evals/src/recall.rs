@@ -208,6 +208,83 @@ impl std::fmt::Display for Figures {
     }
 }
 
+/// The figures of today's index before this ranking (commit 243933f: a suffix-stripping
+/// stemmer, no vocabulary, no values field), on the same sets.
+pub const BEFORE: [(&str, Figures); 2] = [
+    ("tuning", Figures { queries: 86, recall_at_1: 0.279, recall_at_5: 0.523, mrr: 0.390 }),
+    ("held-out", Figures { queries: 115, recall_at_1: 0.348, recall_at_5: 0.609, mrr: 0.472 }),
+];
+
+/// The report of both sets, as committed in `evals/results/search.md`.
+pub fn report(tuning: &[Ranked], held_out: &[Ranked]) -> String {
+    let mut out = String::new();
+    let held = Figures::of(held_out);
+    let _ = writeln!(
+        out,
+        "# Search: natural queries\n\n\
+         Written by `evals/tests/search.rs` (`UPDATE_EXPECT=1 cargo test -p capabilities-evals --test search`\n\
+         rewrites it). Each query in `evals/queries/` is ranked by the core's index, which both hubs run, over\n\
+         its catalog: the five eval fixture sources (80 tools), the recorded real tool lists in\n\
+         `core/tests/data/tools/` (93 tools), or both. A query counts at the rank of the first tool it means.\n\
+         The tuning set tunes `Ranking::DEFAULT` (`cargo run -p capabilities-evals --bin evals -- --tune`);\n\
+         the held-out set never does, and holds the gate.\n"
+    );
+    let _ = writeln!(out, "## Gate\n");
+    let mark = |ok: bool| if ok { "pass" } else { "FAIL" };
+    let _ = writeln!(
+        out,
+        "- {} **held-out recall@5**: {:.3}, needs {MIN_RECALL_AT_5:.2}",
+        mark(held.recall_at_5 >= MIN_RECALL_AT_5),
+        held.recall_at_5
+    );
+    let _ = writeln!(
+        out,
+        "- {} **held-out MRR**: {:.3}, needs {MIN_MRR:.2}\n",
+        mark(held.mrr >= MIN_MRR),
+        held.mrr
+    );
+    let _ = writeln!(out, "## Figures\n");
+    let _ = writeln!(
+        out,
+        "| set | catalog | queries | recall@1 | recall@5 | MRR |\n|---|---|---:|---:|---:|---:|"
+    );
+    for (name, ranked) in [("held-out", held_out), ("tuning", tuning)] {
+        let parts = [
+            ("all queries", None),
+            ("fixtures", Some(CatalogName::Fixtures)),
+            ("recorded", Some(CatalogName::Recorded)),
+            ("both", Some(CatalogName::All)),
+        ];
+        for (label, catalog) in parts {
+            let part: Vec<Ranked> =
+                ranked.iter().filter(|r| catalog.is_none_or(|c| r.query.catalog == c)).cloned().collect();
+            let f = Figures::of(&part);
+            let _ = writeln!(
+                out,
+                "| {name} | {label} | {} | {:.3} | {:.3} | {:.3} |",
+                f.queries, f.recall_at_1, f.recall_at_5, f.mrr
+            );
+        }
+    }
+    let _ = writeln!(out, "\nBefore this ranking (commit 243933f), on the same queries:\n");
+    let _ = writeln!(out, "| set | queries | recall@1 | recall@5 | MRR |\n|---|---:|---:|---:|---:|");
+    for (name, f) in BEFORE {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {:.3} | {:.3} | {:.3} |",
+            f.queries, f.recall_at_1, f.recall_at_5, f.mrr
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n## Tuning queries outside the first five\n\n\
+         Held-out queries are not listed, so that reading this report tunes nothing on them.\n"
+    );
+    let misses = misses(tuning);
+    let _ = writeln!(out, "```text\n{}```", if misses.is_empty() { "none\n".to_owned() } else { misses });
+    out
+}
+
 /// Every query of a set that missed the top five, with what came instead.
 pub fn misses(ranked: &[Ranked]) -> String {
     let mut out = String::new();

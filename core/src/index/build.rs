@@ -311,7 +311,7 @@ impl Builder {
                 }
             }
         }
-        let listing_terms = ["list", "search"].iter().filter_map(|t| self.terms.get(*t).copied()).collect();
+        let listing_terms = ["list"].iter().filter_map(|t| self.terms.get(*t).copied()).collect();
         let get_term = self.terms.get("get").copied();
         let mut sorted_terms: Vec<(Box<str>, u32)> =
             self.texts.into_iter().enumerate().map(|(id, t)| (t, to_u32(id))).collect();

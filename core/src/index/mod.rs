@@ -109,7 +109,7 @@ impl Ranking {
         prefix: 0.75,
         synonym: 0.75,
         broader: 0.4,
-        common: 0.2,
+        common: 0.5,
         plural: 0.2,
         named: 1.3,
         specific: 0.25,
