@@ -258,6 +258,10 @@ pub struct Tool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub namespace: Namespace,
+    /// What the source says about itself (its server instructions), if anything. `search`
+    /// indexes it for every tool of the source and names the source by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     pub tools: Vec<Tool>,
 }
 
@@ -294,7 +298,7 @@ impl Manifest {
             .zip(idents)
             .map(|(record, (_, ident))| Tool { digest: record.digest(), ident, record })
             .collect();
-        Manifest { namespace, tools }
+        Manifest { namespace, description: None, tools }
     }
 
     pub fn tool(&self, ident: &str) -> Option<&Tool> {

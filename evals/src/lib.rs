@@ -6,6 +6,7 @@ pub mod fixtures;
 pub mod hosted;
 pub mod live;
 pub mod modes;
+pub mod recall;
 pub mod report;
 pub mod rpc;
 pub mod scale;

@@ -27,6 +27,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// Tunes the index's ranking on the tuning query set and prints it as core's `Ranking::DEFAULT`.
+fn tune() -> Result<bool> {
+    use capabilities_core::index::Ranking;
+    use capabilities_evals::recall::{self, Catalogs, Figures};
+    let catalogs = Catalogs::load(&repo())?;
+    let queries = recall::load(&repo().join("evals/queries/tuning.txt"))?;
+    eprintln!("evals: tuning from {}", Figures::of(&recall::rank(&catalogs, &queries)));
+    let best = recall::tune(&catalogs, &queries, Ranking::DEFAULT, |knob, value, figures| {
+        eprintln!("evals:   {knob} = {value}: {figures}");
+    });
+    eprint!("{}", recall::as_rust(&best));
+    Ok(true)
+}
+
 fn run() -> Result<bool> {
     let mut out = repo().join("evals/results");
     let mut transcripts = false;
@@ -47,6 +61,7 @@ fn run() -> Result<bool> {
                 return Ok(true);
             }
             "--task" => only.push(args.next().context("--task takes a task id")?),
+            "--tune" => return tune(),
             other => {
                 bail!(
                     "unknown argument `{other}`; use --out <dir>, --transcripts, --live, --hosted or --task <id>"

@@ -251,7 +251,7 @@ pub fn note_changes(store: &Store, manifest: &Manifest, diff: &ManifestDiff) -> 
 
 /// What changed between the stored manifest (if any) and a fresh one.
 pub fn diff_against(before: Option<&Manifest>, after: &Manifest) -> ManifestDiff {
-    let empty = Manifest { namespace: after.namespace.clone(), tools: Vec::new() };
+    let empty = Manifest { namespace: after.namespace.clone(), description: None, tools: Vec::new() };
     manifest::diff(before.unwrap_or(&empty), after)
 }
 

@@ -1,16 +1,23 @@
 //! The text rules the index applies to tool text and to queries alike: words, lowercase, ASCII
-//! folding, a tiny stemmer and a short stopword list.
+//! folding, the Snowball English stemmer and a short stopword list.
 //!
 //! Documents and queries go through the same functions, so whatever a rule gets wrong it gets
 //! wrong on both sides and the two still meet.
+
+use std::borrow::Cow;
+
+use rust_stemmers::{Algorithm, Stemmer};
 
 use crate::address::split_words;
 
 /// Words that carry no meaning in a search for tools. Sorted, for binary search.
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i",
-    "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "please", "some", "that", "the", "this",
-    "to", "via", "want", "what", "which", "with", "you", "your",
+    "a", "about", "am", "an", "and", "any", "are", "as", "at", "be", "been", "by", "can", "could", "d",
+    "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "in", "into", "is", "it", "its",
+    "just", "let", "ll", "m", "me", "my", "of", "on", "or", "our", "please", "re", "s", "should", "so",
+    "some", "t", "that", "the", "their", "them", "then", "these", "they", "this", "those", "to", "us", "ve",
+    "via", "want", "was", "we", "were", "what", "when", "where", "which", "will", "with", "would", "you",
+    "your",
 ];
 
 /// Whether a lowercased word is on the stopword list.
@@ -87,6 +94,11 @@ fn ascii_word<'a>(raw: &[u8], buf: &'a str, range: std::ops::Range<usize>) -> Wo
 ///
 /// `buf` is scratch space, kept by the caller so a whole catalog reuses one buffer.
 pub(crate) fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(Word<'_>)) {
+    for_each_word_and_part(text, buf, |word, _| f(word));
+}
+
+/// Like [`for_each_word`], telling a run's parts (`true`) from whole runs (`false`).
+pub(crate) fn for_each_word_and_part(text: &str, buf: &mut String, mut f: impl FnMut(Word<'_>, bool)) {
     let bytes = text.as_bytes();
     let n = bytes.len();
     let mut i = 0;
@@ -160,7 +172,7 @@ fn ascii_words(
     all: u8,
     rest: u8,
     buf: &mut String,
-    f: &mut impl FnMut(Word<'_>),
+    f: &mut impl FnMut(Word<'_>, bool),
 ) {
     let start = range.start;
     let run = &text[range];
@@ -172,11 +184,14 @@ fn ascii_words(
             buf.make_ascii_lowercase();
         }
     }
-    f(if raw.len() <= 8 {
-        Word::Packed(pack_run(text.as_bytes(), start, raw.len()))
-    } else {
-        Word::Text(buf)
-    });
+    f(
+        if raw.len() <= 8 {
+            Word::Packed(pack_run(text.as_bytes(), start, raw.len()))
+        } else {
+            Word::Text(buf)
+        },
+        false,
+    );
     // An upper case letter after the first, and lower case or digits: maybe `perPage`.
     if rest & UPPER != 0 && all & (LOWER | DIGIT) != 0 {
         // Same rules as `split_words`, on bytes; folding ASCII keeps byte offsets.
@@ -189,27 +204,27 @@ fn ascii_words(
                 && cur.is_ascii_uppercase()
                 && raw.get(j + 1).is_some_and(u8::is_ascii_lowercase);
             if lower_to_upper || acronym_end {
-                f(ascii_word(raw, buf, from..j));
+                f(ascii_word(raw, buf, from..j), true);
                 from = j;
             }
         }
         if from > 0 {
-            f(ascii_word(raw, buf, from..raw.len()));
+            f(ascii_word(raw, buf, from..raw.len()), true);
         }
     }
 }
 
 /// The words of a run with non-ASCII characters: the whole run folded, then its parts if it
 /// changes case inside.
-fn unicode_words(run: &str, buf: &mut String, f: &mut impl FnMut(Word<'_>)) {
+fn unicode_words(run: &str, buf: &mut String, f: &mut impl FnMut(Word<'_>, bool)) {
     fold_into(run, buf);
-    f(Word::Text(buf));
+    f(Word::Text(buf), false);
     if changes_case_inside(run) {
         let parts = split_words(run);
         if parts.len() > 1 {
             for part in &parts {
                 fold_into(part, buf);
-                f(Word::Text(buf));
+                f(Word::Text(buf), true);
             }
         }
     }
@@ -290,57 +305,23 @@ fn fold_char(c: char) -> Option<&'static str> {
     })
 }
 
-/// A tiny stemmer for lowercased ASCII words: plurals (`entities` → `entity`, `files` → `file`),
-/// then `-ing` and `-ed`, then a final `e`, so `create`, `creates`, `created` and `creating`
-/// all become `creat`. Words with other characters are left alone.
+/// Stems a lowercased ASCII word with the Snowball English stemmer (Porter2): `bugs` → `bug`,
+/// `meetings` → `meet`, `created` and `creating` → `creat`, plus two fixes for tool words
+/// (`added` → `add`, `PRs` → `pr`). Words with other characters are left alone.
 pub(crate) fn stem(word: &mut String) {
     if !word.is_ascii() {
         return;
     }
-    let n = word.len();
-    if n > 4 && word.ends_with("ies") {
-        word.truncate(n - 3);
-        word.push('y');
-    } else if n > 3
-        && word.ends_with('s')
-        && !word.ends_with("ss")
-        && !word.ends_with("us")
-        && !word.ends_with("is")
-    {
-        word.truncate(n - 1);
+    if let Cow::Owned(stemmed) = Stemmer::create(Algorithm::English).stem(word) {
+        *word = stemmed;
     }
-
-    let n = word.len();
-    if word.ends_with("ing") && strip_suffix_ok(&word[..n - 3]) {
-        word.truncate(n - 3);
-        undouble(word);
-    } else if n > 4 && word.ends_with("ied") {
-        word.truncate(n - 3);
-        word.push('y');
-    } else if word.ends_with("ed") && strip_suffix_ok(&word[..n - 2]) {
-        word.truncate(n - 2);
-        undouble(word);
+    // Porter2 undoubles `added` and `adding` to `ad`, which then never meets `add`, a word
+    // tools use all the time.
+    if word == "ad" {
+        word.push('d');
     }
-
-    if word.len() >= 4 && word.ends_with('e') && !word.ends_with("ee") {
-        word.pop();
-    }
-}
-
-/// A suffix comes off only when at least three letters with a vowel stay (`string` keeps its
-/// `ing`, `need` its `ed`).
-fn strip_suffix_ok(stem: &str) -> bool {
-    stem.len() >= 3 && stem.bytes().any(|b| matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
-}
-
-/// `runn` → `run`, `stopp` → `stop`; `add`, `pass` and `call` stay.
-fn undouble(word: &mut String) {
-    let b = word.as_bytes();
-    let n = b.len();
-    if n >= 4
-        && b[n - 1] == b[n - 2]
-        && !matches!(b[n - 1], b'l' | b's' | b'z' | b'a' | b'e' | b'i' | b'o' | b'u')
-    {
+    // It keeps the `s` of a plural without a vowel: `PRs`, `DMs`.
+    if word.len() >= 3 && word.ends_with('s') && !word.bytes().any(|b| b"aeiouy".contains(&b)) {
         word.pop();
     }
 }
@@ -374,19 +355,20 @@ mod tests {
     fn words_and_stems() {
         check_terms(
             "Create a new issue in a GitHub repository",
-            expect!["creat new issu github git hub repository"],
+            expect!["creat new issu github git hub repositori"],
         );
-        check_terms("read_multiple_files perPage URL", expect!["read multipl fil perpag per pag url"]);
+        check_terms("read_multiple_files perPage URL", expect!["read multipl file perpag per page url"]);
         check_terms(
             "entities observations directories listing created creating creates running added",
-            expect!["entity observation directory list creat creat creat run add"],
+            expect!["entiti observ directori list creat creat creat run add"],
         );
         check_terms(
             "string need status process analysis tree trees",
-            expect!["string need status process analysis tree tree"],
+            expect!["string need status process analysi tree tree"],
         );
         check_terms("matches boxes addresses settings stopped", expect!["match box address set stop"]);
-        check_terms("Café Über straße 获取数据 — ok!", expect!["caf uber strass 获取数据 ok"]);
+        check_terms("added adding PRs DMs", expect!["add add pr p rs dm ms"]);
+        check_terms("Café Über straße 获取数据 — ok!", expect!["cafe uber strass 获取数据 ok"]);
         check_terms("", expect![""]);
         check_terms("  ,,, ", expect![""]);
     }

@@ -263,6 +263,10 @@ pub fn render(
     }
 
     let mut lines: Vec<String> = Vec::new();
+    let weak = outcome.weak && !shown.is_empty();
+    if weak {
+        lines.push(weak_line(args));
+    }
     if shown.is_empty() {
         lines.extend(no_results(catalog, args, &outcome));
     } else {
@@ -282,6 +286,10 @@ pub fn render(
         if more > 0 {
             lines.push(more_line(more, args, &outcome));
         }
+    }
+    if weak && args.namespace.is_none() {
+        lines.push("Or browse a namespace: search it with an empty query.".to_owned());
+        lines.extend(namespace_lines(catalog));
     }
     if outcome.hidden > 0 {
         let tools = if outcome.hidden == 1 { "tool" } else { "tools" };
@@ -333,6 +341,18 @@ fn more_matches(more: usize) -> String {
     if more == 1 { "1 more match.".to_owned() } else { format!("{more} more matches.") }
 }
 
+/// Says that the tools shown match only part of the query.
+fn weak_line(args: &SearchArgs) -> String {
+    let query = clip_chars(&args.query, 80);
+    match &args.namespace {
+        Some(ns) => format!(
+            "Nothing in {ns} matches \"{query}\" well; the closest tools match only some of its words. \
+             Try other words, or pass an empty query to list {ns}."
+        ),
+        None => format!("Nothing matches \"{query}\" well; the closest tools match only some of its words."),
+    }
+}
+
 fn no_results(catalog: &Catalog, args: &SearchArgs, outcome: &SearchOutcome) -> Vec<String> {
     let query = clip_chars(&args.query, 80);
     match (&args.namespace, outcome.listing) {
@@ -341,17 +361,48 @@ fn no_results(catalog: &Catalog, args: &SearchArgs, outcome: &SearchOutcome) -> 
             "No tools in {ns} match \"{query}\". Try other words, or pass an empty query to list {ns}."
         )],
         (None, _) => {
-            let names: Vec<String> =
-                catalog.sources.iter().map(|s| s.manifest.namespace.to_string()).collect();
-            vec![
-                format!(
-                    "No tools match \"{query}\". Try other words for what you want to do, or list a \
-                     namespace by passing it with an empty query."
-                ),
-                format!("Namespaces: {}.", name_list(&names)),
-            ]
+            let mut lines = vec![format!(
+                "No tools match \"{query}\". Try other words for what you want to do, or browse a \
+                 namespace: search it with an empty query."
+            )];
+            lines.extend(namespace_lines(catalog));
+            lines
         }
     }
+}
+
+/// Longest description of a namespace in its line, in characters.
+const MAX_NAMESPACE_LINE_CHARS: usize = 100;
+/// Tools named in the line of a namespace without a description.
+const TOOLS_NAMED: usize = 4;
+
+/// A line per namespace: what its source says it is, or else how many tools it has and the
+/// first few.
+fn namespace_lines(catalog: &Catalog) -> Vec<String> {
+    let mut lines: Vec<String> = catalog
+        .sources
+        .iter()
+        .take(MAX_NAMESPACES_NAMED)
+        .map(|source| {
+            let manifest = &source.manifest;
+            let said = manifest.description.as_deref().map(first_sentence).unwrap_or_default();
+            let about = if said.is_empty() {
+                let count = manifest.tools.len();
+                let names: Vec<&str> =
+                    manifest.tools.iter().take(TOOLS_NAMED).map(|t| t.ident.as_str()).collect();
+                let more = if count > names.len() { ", …" } else { "" };
+                let tools = if count == 1 { "tool" } else { "tools" };
+                format!("{count} {tools}: {}{more}", names.join(", "))
+            } else {
+                clip_chars(&said, MAX_NAMESPACE_LINE_CHARS)
+            };
+            format!("  {}  {about}", manifest.namespace)
+        })
+        .collect();
+    if catalog.sources.len() > MAX_NAMESPACES_NAMED {
+        lines.push(format!("  and {} more", catalog.sources.len() - MAX_NAMESPACES_NAMED));
+    }
+    lines
 }
 
 /// At most `max` characters, with `…` when cut.

@@ -178,18 +178,18 @@ fn ties_are_broken_by_address() {
     let catalog = tiny_catalog(&[("bb", tools), ("aa", tools)], &[]);
     let index = Index::build(&catalog);
     expect![[r#"
-        aa.alpha 0.034
-        aa.mu 0.034
-        aa.zeta 0.034
-        bb.alpha 0.034
-        bb.mu 0.034
-        bb.zeta 0.034
+        aa.alpha 0.019
+        aa.mu 0.019
+        aa.zeta 0.019
+        bb.alpha 0.019
+        bb.mu 0.019
+        bb.zeta 0.019
         total 6"#]]
     .assert_eq(&hits(&index, "thing", None, 10));
     // A limit cuts the same order.
     expect![[r#"
-        aa.alpha 0.034
-        aa.mu 0.034
+        aa.alpha 0.019
+        aa.mu 0.019
         total 6"#]]
     .assert_eq(&hits(&index, "thing", None, 2));
 }
@@ -200,7 +200,7 @@ fn connection_names_are_never_indexed() {
     let index = Index::build(&catalog);
     expect!["total 0"].assert_eq(&hits(&index, "zebra", None, 8));
     expect![[r#"
-        notes.writeNote 0.232
+        notes.writeNote 0.290
         total 1"#]]
     .assert_eq(&hits(&index, "note", None, 8));
 }
@@ -262,6 +262,7 @@ fn denied_tools_are_hidden_before_ranking_and_counted() {
         memory
           memory.createRelations(input: { relations: { from: string; to: string; relationType: string }[] }): Promise<{ relations: { … }[] }>
             Create multiple new relations between entities in the knowledge graph.
+        14 more matches. Narrow the query or pass namespace.
         3 tools hidden by policy."#]]
     .assert_eq(&search_text(&json!({ "query": "delete relations", "limit": 1 }), &deny_deletes));
     expect![[r#"
@@ -279,9 +280,13 @@ fn denied_tools_are_hidden_before_ranking_and_counted() {
     );
     let deny_all = |_: &ToolAddress| Effect::Deny;
     expect![[r#"
-        No tools match "read file". Try other words for what you want to do, or list a namespace by passing it with an empty query.
-        Namespaces: everything, filesystem, github, memory, playwright.
-        30 tools hidden by policy."#]]
+        No tools match "read file". Try other words for what you want to do, or browse a namespace: search it with an empty query.
+          everything  19 tools: echo, getAnnotatedMessage, getEnv, getResourceLinks, …
+          filesystem  14 tools: readFile, readTextFile, readMediaFile, readMultipleFiles, …
+          github  26 tools: createOrUpdateFile, searchRepositories, createRepository, getFileContents, …
+          memory  9 tools: createEntities, createRelations, addObservations, deleteEntities, …
+          playwright  25 tools: browserClose, browserResize, browserConsoleMessages, browserHandleDialog, …
+        44 tools hidden by policy."#]]
     .assert_eq(&search_text(&json!({ "query": "read file" }), &deny_all));
     expect![[r#"
         No tools to show in memory.
@@ -296,10 +301,9 @@ fn asking_tools_are_marked() {
         filesystem
           filesystem.writeFile(input: { path: string; content: string }): Promise<{ content: string }>   [asks]
             Create a new file or completely overwrite an existing file with new content.
-        playwright
-          playwright.browserFileUpload(input?: { paths?: string[] }): Promise<unknown>
-            Upload one or multiple files
-        27 more matches. Narrow the query or pass namespace."#]]
+          filesystem.editFile(input: { path: string; edits: { oldText: string; newText: string }[]; dryRun?: boolean }): Promise<{ content: string }>
+            Make line-based edits to a text file.
+        46 more matches. Narrow the query or pass namespace."#]]
     .assert_eq(&search_text(&json!({ "query": "write file", "limit": 2 }), &ask_writes));
 }
 
