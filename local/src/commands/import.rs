@@ -96,7 +96,8 @@ fn register(store: &Store, proposal: &Proposal) -> Result<Registered> {
     let entries = match sources::list_tools(spec, &credentials)? {
         sources::Listed::Tools(entries) => entries,
         sources::Listed::AuthRequired { .. } => {
-            let manifest = capabilities_core::manifest::Manifest { namespace, description: None, tools: Vec::new() };
+            let manifest =
+                capabilities_core::manifest::Manifest { namespace, description: None, tools: Vec::new() };
             let record = config::SourceRecord { spec: spec.clone(), added_ms: crate::platform::now_ms() };
             sources::write_new_source(store, &record, &manifest, &config::ConnectionsRecord::default())?;
             return Ok(Registered::SignInNeeded);
