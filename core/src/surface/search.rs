@@ -2,7 +2,9 @@
 //!
 //! The text lists tool addresses with one-line signatures, best match first, grouped by
 //! namespace. Tools policy denies are dropped before ranking and only counted; tools that ask
-//! carry an `[asks]` mark so the model knows a person will be involved.
+//! carry an `[asks]` mark so the model knows a person will be involved. When nothing matches,
+//! or even the best tool matches only part of the query, it says so and lists the namespaces,
+//! each with its source's description or its first tools, so the model can browse instead.
 
 use crate::manifest::json_kind;
 use serde_json::{Map, Value, json};

@@ -67,6 +67,9 @@ fn search_and_describe_match_between_local_and_hosted() {
         ("search", json!({"query": "image", "limit": 3})),
         ("search", json!({"query": "resource"})),
         ("search", json!({"query": "zzzz no such thing"})),
+        // Natural words (stems, stand-ins) and a weak match, which lists the namespaces.
+        ("search", json!({"query": "ask the user a question with a form"})),
+        ("search", json!({"query": "add up numbers, then bake sourdough bread"})),
         ("describe", json!({"targets": ["everything"]})),
         ("describe", json!({"targets": ["everything.echo"]})),
         ("describe", json!({"targets": ["everything.echo", "everything.getSum"]})),
