@@ -14,8 +14,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ports::{TokenEndpoint, TokenPost};
+use crate::ports::{Credentials, SecretsError, TokenEndpoint, TokenPost};
 use crate::scrub::Scrubber;
+
+/// The slot an OAuth connection's tokens are stored under, and the one its access token rides
+/// in as [`Credentials`] (each host's HTTP client sends it as `Authorization: Bearer`). `#` is
+/// in no header or variable name, so it never meets a static slot.
+pub const SLOT: &str = "#oauth";
 
 /// Largest token endpoint answer read; a host stops reading beyond it.
 pub const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
@@ -128,6 +133,14 @@ impl TokenSet {
         now_ms.saturating_add(margin) >= expires
     }
 
+    /// The credentials a call on `connection` sends: the access token in [`SLOT`].
+    pub fn credentials(&self, connection: &str) -> Credentials {
+        Credentials {
+            connection: Some(connection.to_owned()),
+            values: vec![(SLOT.to_owned(), self.access_token.clone())],
+        }
+    }
+
     /// Every secret value in the set, for the scrubber.
     pub fn secrets(&self) -> Vec<&str> {
         let mut values = vec![self.access_token.as_str()];
@@ -168,6 +181,15 @@ impl TokenSet {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A connection that needs a person to sign in again, and why.
+pub fn sign_in_required(namespace: &str, connection: &str, reason: &str) -> SecretsError {
+    SecretsError::SignInRequired {
+        namespace: namespace.to_owned(),
+        connection: connection.to_owned(),
+        reason: reason.to_owned(),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::wire::{Origin, origin_of};
 
 /// The slot of an OAuth connection's tokens (the local hub's name for it). `#` is in no header
 /// name, so it never meets a declared slot; its value goes out as `Authorization: Bearer`.
-pub const OAUTH_SLOT: &str = "#oauth";
+pub use capabilities_core::oauth::SLOT as OAUTH_SLOT;
 
 /// One connection of a source: its name, the headers it fills, and for an OAuth connection the
 /// client it signed in as.

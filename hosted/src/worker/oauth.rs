@@ -15,7 +15,9 @@ use std::future::poll_fn;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
-use capabilities_core::oauth::{self, MAX_TOKEN_RESPONSE_BYTES, OAuthClient, TokenError, TokenSet};
+use capabilities_core::oauth::{
+    self, MAX_TOKEN_RESPONSE_BYTES, OAuthClient, TokenError, TokenSet, sign_in_required,
+};
 use capabilities_core::ports::{
     BoxFuture, Clock, Credentials, Entropy, SecretsError, TokenEndpoint, TokenPost,
 };
@@ -92,18 +94,18 @@ impl SealedSecrets {
         };
         let (_, stored) = self.read_tokens(namespace, connection)?;
         if good(&stored) {
-            return Ok(credentials(connection, &stored));
+            return Ok(stored.credentials(connection));
         }
         let _turn = self.refreshing.turn(format!("{namespace}\0{connection}")).await;
         // Whoever held the turn before may have refreshed (or been refused) meanwhile.
         let (sealed, stored) = self.read_tokens(namespace, connection)?;
         if good(&stored) {
-            return Ok(credentials(connection, &stored));
+            return Ok(stored.credentials(connection));
         }
         match oauth::refresh(client, &stored, &FetchTokenEndpoint, WorkerClock.now_ms()).await {
             Ok(fresh) => {
                 self.store_tokens(namespace, connection, &sealed, &fresh).await?;
-                Ok(credentials(connection, &fresh))
+                Ok(fresh.credentials(connection))
             }
             Err(TokenError::Refused(said)) => {
                 let why = format!("the authorization server refused to refresh its token ({said})");
@@ -166,21 +168,6 @@ impl SealedSecrets {
             return Ok(());
         }
         self.store.sync("secrets").await.map_err(unavailable)
-    }
-}
-
-fn credentials(connection: &str, tokens: &TokenSet) -> Credentials {
-    Credentials {
-        connection: Some(connection.to_owned()),
-        values: vec![(OAUTH_SLOT.to_owned(), tokens.access_token.clone())],
-    }
-}
-
-fn sign_in_required(namespace: &str, connection: &str, reason: &str) -> SecretsError {
-    SecretsError::SignInRequired {
-        namespace: namespace.to_owned(),
-        connection: connection.to_owned(),
-        reason: reason.to_owned(),
     }
 }
 

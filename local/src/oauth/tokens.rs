@@ -15,7 +15,7 @@ use crate::store::{RecordLock, Store};
 use crate::upstream::check_url;
 
 /// The slot that holds a connection's tokens.
-pub const SLOT: &str = "#oauth";
+pub use capabilities_core::oauth::SLOT;
 
 /// How long a token request may take.
 const TOKEN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -3,11 +3,11 @@
 //! read again under the lock so that a token another process just rotated is used, not
 //! refreshed again (which a rotating server would take for a replayed refresh token).
 
-use capabilities_core::oauth::{self, OAuthClient, TokenError, TokenSet};
+use capabilities_core::oauth::{self, OAuthClient, TokenError, TokenSet, sign_in_required};
 use capabilities_core::ports::{Credentials, SecretsError};
 
 use super::LocalSecrets;
-use crate::oauth::tokens::{self, HttpTokenEndpoint, SLOT};
+use crate::oauth::tokens::{self, HttpTokenEndpoint};
 use crate::platform::now_ms;
 
 impl LocalSecrets {
@@ -24,7 +24,7 @@ impl LocalSecrets {
             |tokens: &TokenSet| tokens.usable(now_ms()) && Some(tokens.access_token.as_str()) != rejected;
         let stored = self.read_tokens(namespace, connection).await?;
         if good(&stored) {
-            return Ok(credentials(connection, &stored));
+            return Ok(stored.credentials(connection));
         }
         let (lock, stored) = {
             let (ns, name) = (namespace.to_owned(), connection.to_owned());
@@ -36,7 +36,7 @@ impl LocalSecrets {
             .await?
         };
         if good(&stored) {
-            return Ok(credentials(connection, &stored));
+            return Ok(stored.credentials(connection));
         }
         if let Some(reason) = &stored.needs_sign_in {
             return Err(sign_in_required(namespace, connection, reason));
@@ -48,7 +48,7 @@ impl LocalSecrets {
             Ok(fresh) => {
                 let kept = fresh.clone();
                 self.blocking(move |this| tokens::write(this.store()?, &ns, &name, &kept)).await?;
-                Ok(credentials(connection, &fresh))
+                Ok(fresh.credentials(connection))
             }
             Err(TokenError::Refused(said)) => {
                 let why = format!("the authorization server refused to refresh its token ({said})");
@@ -107,20 +107,5 @@ impl LocalSecrets {
             }
             None => Err(sign_in_required(namespace, connection, "it has no tokens yet")),
         }
-    }
-}
-
-fn credentials(connection: &str, tokens: &TokenSet) -> Credentials {
-    Credentials {
-        connection: Some(connection.to_owned()),
-        values: vec![(SLOT.to_owned(), tokens.access_token.clone())],
-    }
-}
-
-fn sign_in_required(namespace: &str, connection: &str, reason: &str) -> SecretsError {
-    SecretsError::SignInRequired {
-        namespace: namespace.to_owned(),
-        connection: connection.to_owned(),
-        reason: reason.to_owned(),
     }
 }
