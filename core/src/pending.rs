@@ -42,6 +42,8 @@ pub enum Channel {
     /// The hosted hub's admin endpoint (stored as `dashboard` by earlier versions).
     #[serde(alias = "dashboard")]
     Admin,
+    /// The hosted hub's review inbox, behind the person's sign-in.
+    Inbox,
 }
 
 /// What a run waits for.

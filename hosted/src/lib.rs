@@ -14,6 +14,7 @@ use capabilities_core::approval::state::constant_time_eq;
 use capabilities_core::wording::HostWords;
 
 pub mod access;
+pub mod push;
 pub mod records;
 pub mod rpc;
 pub mod seal;
@@ -39,9 +40,22 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
     !expected.is_empty() && constant_time_eq(given.as_bytes(), expected.as_bytes())
 }
 
-/// How the hosted hub names where a person acts for `tenant`: its admin API, never a local
-/// command (a person using a hosted hub may have no local one).
-pub fn words(tenant: &str) -> HostWords {
+/// How the hosted hub names where a person acts for `tenant`: with sign-in on (`issuer` is the
+/// hub's public origin) the review inbox and the local hub's `hub push`; without it, the
+/// operator's admin API. Never only a local command where a person may have no local hub.
+pub fn words(tenant: &str, issuer: Option<&str>) -> HostWords {
+    if let Some(issuer) = issuer {
+        return HostWords {
+            decide: format!("the review inbox, {issuer}/inbox (run `{{run}}`)"),
+            auth: "`capabilities hub push --secrets` from the local hub that holds the credential".to_owned(),
+            auth_connection:
+                "`capabilities hub auth {namespace} --connection {connection}` on the local hub, then \
+                              `capabilities hub push --secrets`"
+                    .to_owned(),
+            diagnose: "`capabilities hub status`".to_owned(),
+            add_source: "`capabilities hub add` on the local hub, then `capabilities hub push`".to_owned(),
+        };
+    }
     let admin =
         |path: &str| format!("`{} /t/{tenant}/admin/{path}`", if path == "runs" { "GET" } else { "POST" });
     HostWords {
@@ -73,7 +87,7 @@ mod tests {
     /// Nothing the hosted hub tells a model or a person names a local command.
     #[test]
     fn the_words_name_the_admin_api() {
-        let words = words("acme");
+        let words = words("acme", None);
         expect_test::expect![[r#"
             HostWords {
                 decide: "`POST /t/acme/admin/approve {\"run\": \"{run}\"}`",
@@ -93,6 +107,18 @@ mod tests {
         for text in texts {
             assert!(!text.contains("capabilities hub"), "{text}");
         }
+    }
+
+    /// With sign-in on, a person decides in the inbox and fixes credentials from their local hub.
+    #[test]
+    fn signed_in_words_name_the_inbox() {
+        let words = words("acme", Some("https://hub.capabilities.sh"));
+        assert_eq!(
+            words.decide("run_1"),
+            "the review inbox, https://hub.capabilities.sh/inbox (run `run_1`)"
+        );
+        assert!(!words.decide("run_1").contains("admin"));
+        assert!(words.auth_connection("github", "work").contains("--connection work"));
     }
 
     #[test]

@@ -74,6 +74,14 @@ pub enum HubCommand {
     Auth(commands::auth::AuthArgs),
     /// List a source's connections, their slots and which are filled.
     Connections(commands::connections::ConnectionsArgs),
+    /// Sign in to a hosted hub (https://hub.capabilities.sh unless `--hub`).
+    Login(commands::login::LoginArgs),
+    /// Send this hub's sources and policy to the hosted hub, after showing the plan.
+    Push(commands::push::PushArgs),
+    /// Show the hosted hub: account, last push, each source's health, calls waiting for you.
+    Status(commands::status::StatusArgs),
+    /// Sign out of the hosted hub and delete its tokens here.
+    Logout(commands::logout::LogoutArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -104,6 +112,10 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Cancel(args)) => commands::cancel::run(&settings, args),
         Command::Hub(HubCommand::Auth(args)) => commands::auth::run(&settings, args),
         Command::Hub(HubCommand::Connections(args)) => commands::connections::run(&settings, args),
+        Command::Hub(HubCommand::Login(args)) => commands::login::run(&settings, args),
+        Command::Hub(HubCommand::Push(args)) => commands::push::run(&settings, args),
+        Command::Hub(HubCommand::Status(args)) => commands::status::run(&settings, args),
+        Command::Hub(HubCommand::Logout(args)) => commands::logout::run(&settings, args),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,7 @@ pub mod demo_servers;
 pub mod error;
 pub mod harness;
 pub mod host;
+pub mod hosted;
 pub mod oauth;
 pub mod page;
 pub mod platform;

@@ -5,6 +5,7 @@
 //! input does (the CLI, the approval page, an elicitation answer checked against state the hub
 //! signed). A test over the source tree holds that line.
 
+pub mod page;
 pub mod rounds;
 pub mod state;
 

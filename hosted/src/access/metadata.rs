@@ -54,11 +54,11 @@ pub fn challenge(settings: &Settings, why: Option<&str>) -> String {
     out
 }
 
-/// The challenge for a token without the scope `/mcp` needs.
-pub fn insufficient_scope(settings: &Settings) -> String {
+/// The challenge for a token without `scope` (`mcp` for `/mcp`, `hub:admin` for the push API).
+pub fn insufficient_scope(settings: &Settings, scope: &str) -> String {
     format!(
-        "Bearer error=\"insufficient_scope\", error_description=\"this token lacks the `{SCOPE_MCP}` scope\", \
-         resource_metadata=\"{}\", scope=\"{SCOPE_MCP}\"",
+        "Bearer error=\"insufficient_scope\", error_description=\"this token lacks the `{scope}` scope\", \
+         resource_metadata=\"{}\", scope=\"{scope}\"",
         resource_metadata_url(settings)
     )
 }

@@ -4,21 +4,7 @@
 
 use super::client::Client;
 
-/// Text made safe for HTML.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use capabilities_core::approval::page::escape;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;\
 line-height:1.5}button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.6rem}.warn{color:#8a4b00}\

@@ -39,6 +39,13 @@ pub(crate) const ACCESS_BINDING: &str = "ACCESS";
 /// The one object's name.
 pub(crate) const ACCESS_OBJECT: &str = "access";
 const COOKIE: &str = "hub_signin";
+/// The review inbox's cookie: an inbox-only token (see `inbox_cookie`).
+pub(crate) const INBOX_COOKIE: &str = "hub_inbox";
+/// How long the inbox stays signed in, in seconds.
+const INBOX_TTL_S: u64 = 3600;
+/// The client and scope an inbox token names.
+const INBOX_CLIENT: &str = "inbox";
+pub(crate) const SCOPE_INBOX: &str = "inbox";
 const TOKEN_KEY_LABEL: &str = "capabilities-hosted access tokens v1";
 
 const SCHEMA: [&str; 6] = [
@@ -84,6 +91,16 @@ pub(crate) fn access_config(env: &Env) -> Option<std::result::Result<AccessConfi
     })())
 }
 
+/// Whether a form POST comes from the hub's own page: its `Origin` (or, without one,
+/// `Sec-Fetch-Site: same-origin`).
+pub(crate) fn same_origin(request: &Request, issuer: &str) -> bool {
+    let headers = request.headers();
+    match headers.get("origin").ok().flatten() {
+        Some(origin) => origin == issuer,
+        None => headers.get("sec-fetch-site").ok().flatten().as_deref() == Some("same-origin"),
+    }
+}
+
 pub(crate) fn now_s() -> u64 {
     (worker::js_sys::Date::now() / 1000.0) as u64
 }
@@ -111,6 +128,9 @@ struct SignIn {
     name: Option<String>,
     tenant: Option<String>,
     csrf: Option<String>,
+    /// A sign-in to the review inbox (no client, no consent).
+    #[serde(default)]
+    inbox: bool,
 }
 
 #[durable_object]
@@ -140,6 +160,7 @@ impl DurableObject for Access {
             (Method::Post, "/oauth/register") => access.register(&request.bytes().await?),
             (Method::Get, "/oauth/authorize") => access.authorize(&request).await,
             (Method::Get, "/oauth/callback") => access.callback(&request).await,
+            (Method::Get, "/oauth/inbox") => access.inbox_sign_in().await,
             (Method::Post, "/oauth/consent") => {
                 let body = request.bytes().await?;
                 access.consent(&request, &body).await
@@ -171,7 +192,7 @@ fn form(body: &[u8]) -> Vec<(String, String)> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 
-fn html(status: u16, text: String) -> Result<Response> {
+pub(crate) fn html(status: u16, text: String) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", "text/html; charset=utf-8")?;
     headers.set("cache-control", "no-store")?;
@@ -183,7 +204,7 @@ fn html(status: u16, text: String) -> Result<Response> {
     Ok(Response::from_html(text)?.with_status(status).with_headers(headers))
 }
 
-fn local_error(status: u16, message: &str) -> Result<Response> {
+pub(crate) fn local_error(status: u16, message: &str) -> Result<Response> {
     html(status, page::error(message))
 }
 
@@ -213,7 +234,7 @@ fn token_refusal(err: &TokenError) -> Result<Response> {
     Ok(response)
 }
 
-fn cookie(request: &Request, name: &str) -> Option<String> {
+pub(crate) fn cookie(request: &Request, name: &str) -> Option<String> {
     let header = request.headers().get("cookie").ok()??;
     header.split(';').find_map(|c| c.trim().strip_prefix(&format!("{name}=")).map(str::to_owned))
 }
@@ -401,6 +422,28 @@ impl Server<'_> {
                 return redirect(&to, 302, None);
             }
         };
+        self.start_sign_in(checked, false).await
+    }
+
+    /// `GET /oauth/inbox`: a person opening the review inbox signs in at the identity
+    /// provider; the callback sets the inbox's cookie instead of asking for consent (the inbox
+    /// is the hub's own page, not a client).
+    async fn inbox_sign_in(&self) -> Result<Response> {
+        let inbox = self.settings().at("/inbox");
+        let request = AuthRequest {
+            client_id: INBOX_CLIENT.to_owned(),
+            redirect_uri: inbox.clone(),
+            state: None,
+            challenge: String::new(),
+            scope: SCOPE_INBOX.to_owned(),
+            resource: inbox,
+        };
+        self.start_sign_in(request, true).await
+    }
+
+    /// Sends the person to the identity provider for `request`, with a cookie that ties the
+    /// answer to this browser.
+    async fn start_sign_in(&self, checked: AuthRequest, inbox: bool) -> Result<Response> {
         let idp = match Idp::from_env(&self.object.env) {
             Some(Ok(idp)) => idp,
             Some(Err(why)) => return local_error(503, &format!("the hub's sign-in is misconfigured: {why}")),
@@ -424,6 +467,7 @@ impl Server<'_> {
             name: None,
             tenant: None,
             csrf: None,
+            inbox,
         };
         let now = now_s() as i64;
         self.exec("DELETE FROM signins WHERE expires_s < ?", vec![now.into()])?;
@@ -484,6 +528,13 @@ impl Server<'_> {
                 &self.settings().issuer,
             )
         };
+        if one(&pairs, "error").is_some() && signin.inbox {
+            self.exec("DELETE FROM signins WHERE digest = ?", vec![digest(id).into()])?;
+            return local_error(
+                403,
+                "the sign-in at the identity provider was refused: the inbox stays closed",
+            );
+        }
         if one(&pairs, "error").is_some() {
             self.exec("DELETE FROM signins WHERE digest = ?", vec![digest(id).into()])?;
             return redirect(
@@ -509,6 +560,10 @@ impl Server<'_> {
             return local_error(400, "this sign-in was already used: start again from the application");
         };
         let tenant = self.tenant_of(&person.account, &person.name)?;
+        if signin.inbox {
+            self.exec("DELETE FROM signins WHERE digest = ?", vec![digest(id).into()])?;
+            return self.inbox_cookie(&person.account, &tenant);
+        }
         let csrf = secret("hub_csrf", random());
         signin.account = Some(person.account);
         signin.name = Some(person.name.clone());
@@ -535,6 +590,34 @@ impl Server<'_> {
         )
     }
 
+    /// The signed-in inbox: a cookie holding a token for the inbox only (its resource is the
+    /// inbox's address, so it opens nothing else), then the inbox itself.
+    fn inbox_cookie(&self, account: &str, tenant: &str) -> Result<Response> {
+        let now = now_s();
+        let claims = Claims {
+            tenant: tenant.to_owned(),
+            account: account.to_owned(),
+            client: INBOX_CLIENT.to_owned(),
+            scope: SCOPE_INBOX.to_owned(),
+            resource: self.settings().at("/inbox"),
+            family: String::new(),
+            iat: now,
+            exp: now + INBOX_TTL_S,
+        };
+        let token = sign(&self.config.key, &claims);
+        let secure = if self.settings().issuer.starts_with("https://") { "; Secure" } else { "" };
+        let cookie = format!(
+            "{INBOX_COOKIE}={token}; Path=/inbox; HttpOnly; SameSite=Lax; Max-Age={INBOX_TTL_S}{secure}"
+        );
+        let spent = format!("{COOKIE}=; Path=/oauth; HttpOnly; SameSite=Lax; Max-Age=0");
+        let headers = Headers::new();
+        headers.set("location", &self.settings().at("/inbox"))?;
+        headers.set("cache-control", "no-store")?;
+        headers.append("set-cookie", &cookie)?;
+        headers.append("set-cookie", &spent)?;
+        Ok(Response::empty()?.with_status(303).with_headers(headers))
+    }
+
     /// The tenant `account` owns, made on its first sign-in.
     fn tenant_of(&self, account: &str, name: &str) -> Result<String> {
         #[derive(Deserialize)]
@@ -555,14 +638,8 @@ impl Server<'_> {
         Ok(tenant)
     }
 
-    /// Whether a form POST comes from the hub's own page: its `Origin` (or, without one,
-    /// `Sec-Fetch-Site: same-origin`).
     fn same_origin(&self, request: &Request) -> bool {
-        let headers = request.headers();
-        match headers.get("origin").ok().flatten() {
-            Some(origin) => origin == self.settings().issuer,
-            None => headers.get("sec-fetch-site").ok().flatten().as_deref() == Some("same-origin"),
-        }
+        same_origin(request, &self.settings().issuer)
     }
 
     async fn consent(&self, request: &Request, body: &[u8]) -> Result<Response> {

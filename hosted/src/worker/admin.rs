@@ -25,9 +25,14 @@ impl Hub {
     /// The runs waiting for a person, each with its undecided calls (`call` is the number to
     /// name in `admin/approve`).
     pub(super) fn pending(&self) -> Result<Response> {
+        Response::from_json(&self.waiting()?)
+    }
+
+    /// The runs waiting for a person, with their undecided calls, newest first.
+    pub(super) fn waiting(&self) -> Result<Vec<Value>> {
         let now = WorkerClock.now_ms();
         let runs = self.store()?.waiting_runs().map_err(|e| worker::Error::RustError(e.to_string()))?;
-        let listed: Vec<Value> = runs
+        Ok(runs
             .iter()
             .filter_map(|run| {
                 let calls = rounds::undecided(run, now);
@@ -43,8 +48,7 @@ impl Hub {
                     json!({ "runId": run.id, "status": "awaiting_approval", "pending": calls })
                 })
             })
-            .collect();
-        Response::from_json(&listed)
+            .collect())
     }
 
     /// A person's decision from the admin endpoint: `{"run", "choice", "call"?}`, every
@@ -132,19 +136,11 @@ impl Hub {
         if let Err(err) = load.check() {
             return Response::error(err.to_string(), 400);
         }
-        let key = match secret_text(self.env(), "HUB_SECRETS_KEY").map(|s| SealKey::derive(&s)) {
-            Some(Ok(key)) => key,
-            _ if load.secrets.is_empty() => SealKey::derive("no secrets are sealed with this key")
-                .map_err(|e| worker::Error::RustError(e.to_string()))?,
-            _ => return Response::error("secrets cannot be stored: set the HUB_SECRETS_KEY secret", 400),
-        };
-        let mut nonce = || {
-            let mut bytes = [0u8; 12];
-            WorkerEntropy.fill(&mut bytes);
-            bytes
+        let Some(key) = self.seal_key(!load.secrets.is_empty())? else {
+            return Response::error("secrets cannot be stored: set the HUB_SECRETS_KEY secret", 400);
         };
         self.store()?
-            .replace(&load, &key, tenant, &mut nonce)
+            .replace(&load, &key, tenant, &mut Hub::seal_nonce)
             .map_err(|e| worker::Error::RustError(e.to_string()))?;
         self.forget_loaded();
         let tools: usize = load.sources.iter().map(|s| s.manifest.tools.len()).sum();
@@ -153,5 +149,25 @@ impl Hub {
             "tools": tools,
             "secrets": load.secrets.iter().map(|s| s.values.len()).sum::<usize>(),
         }))
+    }
+
+    /// The key credential values are sealed with; `None` when values are to be stored
+    /// (`needed`) and the operator set no `HUB_SECRETS_KEY`. Without values to store, a key
+    /// that seals nothing stands in.
+    pub(super) fn seal_key(&self, needed: bool) -> Result<Option<SealKey>> {
+        match secret_text(self.env(), "HUB_SECRETS_KEY").map(|s| SealKey::derive(&s)) {
+            Some(Ok(key)) => Ok(Some(key)),
+            _ if !needed => SealKey::derive("no secrets are sealed with this key")
+                .map(Some)
+                .map_err(|e| worker::Error::RustError(e.to_string())),
+            _ => Ok(None),
+        }
+    }
+
+    /// A fresh nonce for sealing.
+    pub(super) fn seal_nonce() -> [u8; 12] {
+        let mut bytes = [0u8; 12];
+        WorkerEntropy.fill(&mut bytes);
+        bytes
     }
 }

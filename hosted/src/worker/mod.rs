@@ -20,9 +20,11 @@ mod access;
 mod admin;
 mod http;
 mod idp;
+mod inbox;
 mod oauth;
 mod object;
 mod platform;
+mod push;
 mod recorder;
 mod store;
 mod tenant;
@@ -30,7 +32,8 @@ mod upstream;
 
 use worker::{Context, Env, Headers, Method, Request, RequestInit, Response, Result, event};
 
-use crate::access::{SCOPE_MCP, has_scope, metadata, token};
+use crate::access::token::Claims;
+use crate::access::{SCOPE_ADMIN, SCOPE_MCP, has_scope, metadata, token};
 use crate::{same_secret, split_tenant};
 use access::{ACCESS_BINDING, ACCESS_OBJECT, AccessConfig, access_config, now_s};
 use platform::secret_text;
@@ -53,6 +56,8 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     let settings = &config.settings;
     match path.as_str() {
         "/mcp" => mcp(request, &env, &config).await,
+        "/hub/push" | "/hub/status" => hub_api(request, &env, &config, &path).await,
+        "/inbox" | "/inbox/decide" => inbox::entry(request, &env, &config, &path).await,
         "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {
             public_json(&metadata::protected_resource(settings))
         }
@@ -83,12 +88,18 @@ fn admin_allowed(request: &Request, env: &Env) -> Result<bool> {
     Ok(same_secret(given.strip_prefix("Bearer ").unwrap_or_default(), &expected))
 }
 
-/// `/mcp`: the access token's tenant, or the challenge that says where to sign in.
-async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<Response> {
+/// The claims of the request's access token when it has `scope`; otherwise the answer that
+/// says where to sign in (401) or which scope is missing (403).
+fn signed_in(
+    request: &Request,
+    config: &AccessConfig,
+    scope: &str,
+) -> Result<std::result::Result<Claims, Response>> {
     let settings = &config.settings;
+    let refuse = |status: u16, message: &str, header: &str| challenge(status, message, header).map(Err);
     let given = request.headers().get("authorization")?.unwrap_or_default();
     let Some(bearer) = given.strip_prefix("Bearer ").filter(|t| !t.is_empty()) else {
-        return challenge(
+        return refuse(
             401,
             "unauthorized: sign in (OAuth) to use this hub",
             &metadata::challenge(settings, None),
@@ -98,29 +109,66 @@ async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<R
         Ok(claims) => claims,
         Err(why) => {
             let why = why.to_string();
-            return challenge(
-                401,
-                &format!("unauthorized: {why}"),
-                &metadata::challenge(settings, Some(&why)),
-            );
+            return refuse(401, &format!("unauthorized: {why}"), &metadata::challenge(settings, Some(&why)));
         }
     };
-    if !has_scope(&claims.scope, SCOPE_MCP) {
-        return challenge(
+    if !has_scope(&claims.scope, scope) {
+        return refuse(
             403,
-            "forbidden: the token lacks the `mcp` scope",
-            &metadata::insufficient_scope(settings),
+            &format!("forbidden: the token lacks the `{scope}` scope"),
+            &metadata::insufficient_scope(settings, scope),
         );
     }
     if split_tenant(&format!("/t/{}/mcp", claims.tenant)).is_none() {
-        return Response::error("the token names no valid tenant", 401);
+        return refuse(401, "the token names no valid tenant", &metadata::challenge(settings, None));
     }
+    Ok(Ok(claims))
+}
+
+/// `/mcp`: the access token's tenant, or the challenge that says where to sign in.
+async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<Response> {
+    let claims = match signed_in(&request, config, SCOPE_MCP)? {
+        Ok(claims) => claims,
+        Err(refused) => return Ok(refused),
+    };
     let headers = Headers::new();
     for name in ["content-type", "accept", "mcp-protocol-version", "mcp-session-id"] {
         if let Some(value) = request.headers().get(name)? {
             headers.set(name, &value)?;
         }
     }
+    forward(&mut request, env, &claims.tenant, "mcp", headers).await
+}
+
+/// `/hub/push` and `/hub/status`, for `hub push` and `hub status`: a token with the
+/// `hub:admin` scope, its tenant only.
+async fn hub_api(mut request: Request, env: &Env, config: &AccessConfig, path: &str) -> Result<Response> {
+    let claims = match signed_in(&request, config, SCOPE_ADMIN)? {
+        Ok(claims) => claims,
+        Err(refused) => return Ok(refused),
+    };
+    let wanted = if path == "/hub/push" { Method::Post } else { Method::Get };
+    if request.method() != wanted {
+        return Response::error(format!("{path} takes {wanted}"), 405);
+    }
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    headers.set(ACCOUNT_HEADER, &claims.account)?;
+    forward(&mut request, env, &claims.tenant, path.trim_start_matches('/'), headers).await
+}
+
+/// The header a forwarded request names its signed-in account in. Only this entry sets it:
+/// the object's `hub/*` and `inbox/*` routes are reached through no other path.
+pub(crate) const ACCOUNT_HEADER: &str = "x-hub-account";
+
+/// Hands `request` (its method and body, with `headers`) to `tenant`'s object at `rest`.
+pub(crate) async fn forward(
+    request: &mut Request,
+    env: &Env,
+    tenant: &str,
+    rest: &str,
+    headers: Headers,
+) -> Result<Response> {
     let method = request.method();
     let mut init = RequestInit::new();
     init.with_method(method.clone()).with_headers(headers);
@@ -128,8 +176,8 @@ async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<R
         let body = request.bytes().await?;
         init.with_body(Some(worker::js_sys::Uint8Array::from(body.as_slice()).into()));
     }
-    let forwarded = Request::new_with_init(&format!("https://hub.internal/t/{}/mcp", claims.tenant), &init)?;
-    let stub = env.durable_object(HUB_BINDING)?.id_from_name(&claims.tenant)?.get_stub()?;
+    let forwarded = Request::new_with_init(&format!("https://hub.internal/t/{tenant}/{rest}"), &init)?;
+    let stub = env.durable_object(HUB_BINDING)?.id_from_name(tenant)?.get_stub()?;
     stub.fetch_with_request(forwarded).await
 }
 

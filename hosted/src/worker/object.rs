@@ -15,6 +15,7 @@ use capabilities_core::limits::Limits;
 use capabilities_core::surface::Surface;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
+use super::access::access_config;
 use super::oauth::Refreshing;
 use super::store::SqlStore;
 use super::tenant::TenantHub;
@@ -64,10 +65,21 @@ impl DurableObject for Hub {
             (worker::Method::Get, "admin/runs") => self.runs(),
             (worker::Method::Get, "admin/pending") => self.pending(),
             (worker::Method::Post, "admin/approve") => self.approve(&tenant, &body).await,
+            (worker::Method::Post, "hub/push") => self.push(&tenant, &account(&request), &body).await,
+            (worker::Method::Get, "hub/status") => self.status(&tenant, &account(&request)),
+            (worker::Method::Get, "inbox") => {
+                self.inbox(&account(&request), &super::inbox::csrf_of(&request))
+            }
+            (worker::Method::Post, "inbox/decide") => self.inbox_decide(&body).await,
             (_, "mcp") => Response::error("this endpoint is stateless: POST JSON-RPC messages", 405),
             _ => Response::error("not found", 404),
         }
     }
+}
+
+/// The signed-in account the entry named (`hub/*` and `inbox/*` are reached only through it).
+fn account(request: &Request) -> String {
+    request.headers().get(super::ACCOUNT_HEADER).ok().flatten().unwrap_or_default()
 }
 
 impl Hub {
@@ -95,8 +107,13 @@ impl Hub {
         for problem in problems {
             worker::console_warn!("{problem}");
         }
-        let (surface, invalid) =
-            Surface::from_config(catalog(&sources), policy, tenant_limits(timeout), crate::words(tenant));
+        let issuer = access_config(&self.env).and_then(|c| c.ok()).map(|c| c.settings.issuer);
+        let (surface, invalid) = Surface::from_config(
+            catalog(&sources),
+            policy,
+            tenant_limits(timeout),
+            crate::words(tenant, issuer.as_deref()),
+        );
         if let Some(err) = invalid {
             worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
         }

@@ -2,18 +2,21 @@
 //! their manifests and connections, the policy), sealed credential values, and runs with their
 //! journals (the core's `RunStore` port). A journal append returns only after
 //! `storage.sync()`, so the entry is on disk before its result reaches the guest. It also keeps
-//! the nonces of spent approval states, one row per use.
+//! the nonces of spent approval states, one row per use, and the last pushes (`hub push`).
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use capabilities_core::policy::PolicyState;
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
-use capabilities_core::record::{JournalEntry, RunRecord};
+use capabilities_core::record::{CallOutcome, JournalEntry, RunRecord};
 use serde::Deserialize;
 use worker::{SqlStorageValue, Storage};
 
+use crate::push::{Current, Push};
 use crate::records::{Load, Source};
 use crate::seal::SealKey;
 
-const SCHEMA: [&str; 7] = [
+const SCHEMA: [&str; 8] = [
     "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
@@ -23,6 +26,7 @@ const SCHEMA: [&str; 7] = [
     "CREATE TABLE IF NOT EXISTS secrets (namespace TEXT NOT NULL, connection TEXT NOT NULL, slot TEXT NOT NULL, \
      sealed TEXT NOT NULL, PRIMARY KEY (namespace, connection, slot))",
     "CREATE TABLE IF NOT EXISTS nonces (run_id TEXT NOT NULL, nonce TEXT NOT NULL, PRIMARY KEY (run_id, nonce))",
+    "CREATE TABLE IF NOT EXISTS pushes (id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL)",
 ];
 
 #[derive(Deserialize)]
@@ -51,6 +55,26 @@ struct Run {
 struct Count {
     n: i64,
 }
+
+#[derive(Deserialize)]
+struct Slot {
+    namespace: String,
+    connection: String,
+    slot: String,
+}
+
+/// The last call the tenant's runs made to one source, for `hub status`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LastCall {
+    pub(crate) address: String,
+    pub(crate) at_ms: u64,
+    /// `ok`, the failure's code, or `no_outcome` for a call still in flight (or cut off).
+    pub(crate) outcome: String,
+}
+
+/// How many journal lines `hub status` reads back, newest first, to find each source's last call.
+const RECENT_JOURNAL: i64 = 2000;
 
 /// The tenant's SQLite storage.
 #[derive(Clone)]
@@ -156,6 +180,119 @@ impl SqlStore {
             }
         }
         Ok(())
+    }
+
+    /// What a push is planned against: the sources, the policy and which slots hold values.
+    pub(crate) fn current(&self) -> Result<Current, StoreError> {
+        let (sources, _, _) = self.config()?;
+        let policy = self.policy().unwrap_or_default();
+        let filled = self
+            .rows::<Slot>("secrets", "SELECT namespace, connection, slot FROM secrets", vec![])?
+            .into_iter()
+            .map(|s| (s.namespace, s.connection, s.slot))
+            .collect();
+        Ok(Current { sources, policy, filled })
+    }
+
+    /// Applies a checked push: sources and policy replaced, the stored values in `kept` kept,
+    /// the others dropped, the pushed values sealed in, and `record` kept as the last push. One
+    /// synchronous stretch, so the object commits it whole.
+    pub(crate) fn apply_push(
+        &self,
+        push: &Push,
+        kept: &BTreeSet<(String, String, String)>,
+        key: &SealKey,
+        tenant: &str,
+        nonce: &mut dyn FnMut() -> [u8; 12],
+        record: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let filled = self.current()?.filled;
+        for (namespace, connection, slot) in filled.difference(kept) {
+            self.exec(
+                "push",
+                "DELETE FROM secrets WHERE namespace = ? AND connection = ? AND slot = ?",
+                vec![text(namespace), text(connection), text(slot)],
+            )?;
+        }
+        self.exec("push", "DELETE FROM sources", vec![])?;
+        for source in &push.sources {
+            let record = serde_json::to_string(source).map_err(|e| io("push", e))?;
+            self.exec(
+                "push",
+                "INSERT INTO sources (namespace, record) VALUES (?, ?)",
+                vec![text(&source.namespace), text(&record)],
+            )?;
+        }
+        self.put_policy_now(&push.policy)?;
+        for secret in &push.secrets {
+            for (slot, value) in &secret.values {
+                let label = seal_label(tenant, &secret.namespace, &secret.connection, slot);
+                let sealed = key.seal(&label, nonce(), value.as_bytes());
+                self.exec(
+                    "push",
+                    "INSERT INTO secrets (namespace, connection, slot, sealed) VALUES (?, ?, ?, ?) \
+                     ON CONFLICT (namespace, connection, slot) DO UPDATE SET sealed = excluded.sealed",
+                    vec![text(&secret.namespace), text(&secret.connection), text(slot), text(&sealed)],
+                )?;
+            }
+        }
+        self.exec("push", "INSERT INTO pushes (record) VALUES (?)", vec![text(&record.to_string())])?;
+        self.exec(
+            "push",
+            "DELETE FROM pushes WHERE id NOT IN (SELECT id FROM pushes ORDER BY id DESC LIMIT 20)",
+            vec![],
+        )
+    }
+
+    /// The last push's record, if the tenant was ever pushed to.
+    pub(crate) fn last_push(&self) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = self
+            .rows::<Record>("pushes", "SELECT record FROM pushes ORDER BY id DESC LIMIT 1", vec![])?
+            .pop();
+        Ok(row.and_then(|r| serde_json::from_str(&r.record).ok()))
+    }
+
+    /// Each namespace's last call in the recent journal lines, with its outcome.
+    pub(crate) fn last_calls(&self) -> Result<BTreeMap<String, LastCall>, StoreError> {
+        #[derive(Deserialize)]
+        struct Line {
+            run_id: String,
+            entry: String,
+        }
+        let rows = self.rows::<Line>(
+            "journal",
+            "SELECT run_id, entry FROM journal ORDER BY rowid DESC LIMIT ?",
+            vec![SqlStorageValue::from(RECENT_JOURNAL)],
+        )?;
+        let mut outcomes: BTreeMap<(String, u32), String> = BTreeMap::new();
+        let mut last: BTreeMap<String, LastCall> = BTreeMap::new();
+        for row in rows {
+            let Ok(entry) = serde_json::from_str::<JournalEntry>(&row.entry) else { continue };
+            match entry {
+                JournalEntry::Outcome { seq, outcome, .. } => {
+                    let code = match outcome {
+                        CallOutcome::Ok { .. } => "ok".to_owned(),
+                        CallOutcome::Err { failure } => failure.code.clone(),
+                    };
+                    outcomes.insert((row.run_id, seq), code);
+                }
+                JournalEntry::Call { seq, address, at_ms, .. } => {
+                    let Some((namespace, _)) = address.split_once('.') else { continue };
+                    let outcome = outcomes
+                        .get(&(row.run_id.clone(), seq))
+                        .cloned()
+                        .unwrap_or_else(|| "no_outcome".into());
+                    let newer = last.get(namespace).is_none_or(|l| l.at_ms < at_ms);
+                    if newer {
+                        last.insert(
+                            namespace.to_owned(),
+                            LastCall { address: address.clone(), at_ms, outcome },
+                        );
+                    }
+                }
+            }
+        }
+        Ok(last)
     }
 
     /// Every run's id and status, newest first.

@@ -160,8 +160,8 @@ impl rpc::Tenant for TenantHub {
             let Some(key) = &self.approval_key else {
                 return Err(format!(
                     "this hub cannot hand out approval forms (set the HUB_APPROVAL_KEY secret); a person \
-                     decides with POST /t/{}/admin/approve",
-                    self.tenant
+                     decides with {}",
+                    self.loaded.surface.words.decide(run_id)
                 ));
             };
             let now = WorkerClock.now_ms();

@@ -15,12 +15,16 @@ pub mod exec;
 pub mod import;
 pub mod init;
 pub mod list;
+pub mod login;
+pub mod logout;
+pub mod push;
 pub mod refresh;
 pub mod remove;
 pub mod review;
 pub mod rollback;
 pub mod runs;
 pub mod serve;
+pub mod status;
 
 use std::io::Write;
 

@@ -7,7 +7,6 @@
 //! envelope, a log or the journal. The listener starts on the first page and stops once no page
 //! is open and nothing happened for a while.
 
-mod html;
 mod server;
 
 use std::collections::HashMap;

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use capabilities_core::approval::{Channel, Choice};
+use capabilities_core::approval::{Channel, Choice, page as html};
 use capabilities_core::record::RunStatus;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -17,7 +17,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use super::{ApprovalPages, IDLE, Page, html};
+use super::{ApprovalPages, IDLE, Page};
 use crate::platform::now_ms;
 use crate::store::Store;
 
@@ -171,7 +171,7 @@ fn find(pages: &ApprovalPages, token: &str) -> Option<Page> {
 async fn show(pages: &ApprovalPages, token: &str) -> Response<Full<Bytes>> {
     let Some(found) = find(pages, token) else { return unknown() };
     match standing(pages, &found).await {
-        Standing::Open => page(StatusCode::OK, html::form(&found.call, &found.csrf, now_ms())),
+        Standing::Open => page(StatusCode::OK, html::form(&found.call, &[("csrf", &found.csrf)], now_ms())),
         Standing::Decided(choice) => page(StatusCode::OK, html::already(&found.call, choice)),
         other => stale(&found, other),
     }

@@ -1,7 +1,11 @@
-//! The approval page's HTML: plain, semantic markup with inline styles for light and dark mode,
-//! no script and nothing loaded from elsewhere. Every value from a run is escaped.
+//! The HTML a person decides a call on: the local hub's approval page and the hosted hub's
+//! review inbox show the same facts about a call and the same four choices. Plain, semantic
+//! markup with inline styles for light and dark mode, no script and nothing loaded from
+//! elsewhere. Every value from a run is escaped.
 
-use capabilities_core::approval::{Choice, PendingCall};
+use crate::approval::Choice;
+use crate::approval::state::civil_date;
+use crate::pending::PendingCall;
 
 /// The most argument text a page shows.
 const MAX_PREVIEW_BYTES: usize = 4096;
@@ -36,17 +40,31 @@ ul.help { color: var(--muted); font-size: .92rem; padding-left: 1.2rem; margin: 
 .note { color: var(--muted); font-size: .92rem; margin-top: 1.5rem; }
 ";
 
-/// The page for an undecided call, with its four choices.
-pub(super) fn form(call: &PendingCall, csrf: &str, now_ms: u64) -> String {
+/// The page for an undecided call, with its four choices, posting `fields` (hidden inputs)
+/// back to the page's own address.
+pub fn form(call: &PendingCall, fields: &[(&str, &str)], now_ms: u64) -> String {
+    let body = format!(
+        r#"<h1>Allow this call?</h1>
+<p class="lead">An agent's code wants to call <code>{address}</code>. It waits for your decision.</p>
+{card}
+{choices}"#,
+        address = escape(&call.address),
+        card = card(call, now_ms),
+        choices = choices(fields, None),
+    );
+    layout(&format!("Allow {}?", call.address), &body)
+}
+
+/// What a person needs to decide `call`: the tool, its connection, what it does, why it asks,
+/// when the question expires, and the arguments (redacted, capped).
+pub fn card(call: &PendingCall, now_ms: u64) -> String {
     let connection = call.connection.as_deref().unwrap_or("default");
     let summary = if call.summary.is_empty() { "(the tool does not say)" } else { call.summary.as_str() };
     let (preview, cut) = cap(&call.preview, MAX_PREVIEW_BYTES);
     let cut_note = if cut { "\n… (cut at 4 KB)" } else { "" };
     let left = span(call.expires_ms.saturating_sub(now_ms));
-    let body = format!(
-        r#"<h1>Allow this call?</h1>
-<p class="lead">An agent's code wants to call <code>{address}</code>. It waits for your decision.</p>
-<dl>
+    format!(
+        r#"<dl>
   <dt>Tool</dt><dd><code>{address}</code></dd>
   <dt>Connection</dt><dd>{connection}</dd>
   <dt>What it does</dt><dd>{summary}</dd>
@@ -54,10 +72,30 @@ pub(super) fn form(call: &PendingCall, csrf: &str, now_ms: u64) -> String {
   <dt>Expires</dt><dd><time datetime="{iso}">in {left}, at {clock} UTC</time></dd>
 </dl>
 <h2>Arguments</h2>
-<pre>{preview}{cut_note}</pre>
-<form method="post">
-  <input type="hidden" name="csrf" value="{csrf}">
-  <fieldset>
+<pre>{preview}{cut_note}</pre>"#,
+        address = escape(&call.address),
+        connection = escape(connection),
+        summary = escape(summary),
+        reason = escape(&call.reason),
+        iso = iso(call.expires_ms),
+        clock = &iso(call.expires_ms)[11..16],
+        preview = escape(preview),
+    )
+}
+
+/// The four choices as one form POST with `fields` as hidden inputs, to `action` (or the
+/// page's own address).
+pub fn choices(fields: &[(&str, &str)], action: Option<&str>) -> String {
+    let action = action.map(|a| format!(" action=\"{}\"", escape(a))).unwrap_or_default();
+    let hidden: String = fields
+        .iter()
+        .map(|(name, value)| {
+            format!("  <input type=\"hidden\" name=\"{}\" value=\"{}\">\n", escape(name), escape(value))
+        })
+        .collect();
+    format!(
+        r#"<form method="post"{action}>
+{hidden}  <fieldset>
     <legend>Your decision</legend>
     <div class="choices">
       <button type="submit" name="choice" value="once" class="primary">Allow once</button>
@@ -72,21 +110,12 @@ pub(super) fn form(call: &PendingCall, csrf: &str, now_ms: u64) -> String {
       <li><strong>Deny</strong>: the agent's code gets an <code>approval_denied</code> error.</li>
     </ul>
   </fieldset>
-</form>"#,
-        address = escape(&call.address),
-        connection = escape(connection),
-        summary = escape(summary),
-        reason = escape(&call.reason),
-        iso = iso(call.expires_ms),
-        clock = &iso(call.expires_ms)[11..16],
-        preview = escape(preview),
-        csrf = escape(csrf),
-    );
-    layout(&format!("Allow {}?", call.address), &body)
+</form>"#
+    )
 }
 
 /// What the page says after its own decision.
-pub(super) fn decided(call: &PendingCall, choice: Choice) -> String {
+pub fn decided(call: &PendingCall, choice: Choice) -> String {
     let (title, next) = match choice {
         Choice::Once => ("Allowed once", "The run continues when the agent resumes it."),
         Choice::Run => ("Allowed for this run", "The run continues when the agent resumes it."),
@@ -108,7 +137,7 @@ pub(super) fn decided(call: &PendingCall, choice: Choice) -> String {
 }
 
 /// A page whose call was decided before, here or elsewhere.
-pub(super) fn already(call: &PendingCall, choice: Option<Choice>) -> String {
+pub fn already(call: &PendingCall, choice: Option<Choice>) -> String {
     let how = match choice {
         Some(Choice::Once) => " (allowed once)",
         Some(Choice::Run) => " (allowed for this run)",
@@ -127,11 +156,12 @@ pub(super) fn already(call: &PendingCall, choice: Option<Choice>) -> String {
 }
 
 /// A short page with a title and one sentence.
-pub(super) fn notice(title: &str, text: &str) -> String {
+pub fn notice(title: &str, text: &str) -> String {
     layout(title, &format!("<h1>{}</h1>\n<p>{}</p>", escape(title), escape(text)))
 }
 
-fn layout(title: &str, body: &str) -> String {
+/// A whole page: `body` (already HTML) under `title`.
+pub fn layout(title: &str, body: &str) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -171,7 +201,8 @@ fn cap(text: &str, max: usize) -> (&str, bool) {
     (&text[..end], true)
 }
 
-fn escape(text: &str) -> String {
+/// Text made safe for HTML.
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -190,7 +221,7 @@ fn escape(text: &str) -> String {
 fn iso(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = capabilities_core::approval::state::civil_date(days as i64);
+    let (year, month, day) = civil_date(days as i64);
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
 }
 

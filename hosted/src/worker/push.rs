@@ -1,0 +1,140 @@
+//! The tenant object's side of `hub push` and `hub status` (the Worker's entry checks the
+//! `hub:admin` token and names the account): `POST hub/push` answers with the plan and its hash,
+//! or applies it when the push carries the same hash; `GET hub/status` says what the tenant
+//! serves, how each source fared on its last call, the last push and the calls waiting for a
+//! person.
+
+use capabilities_core::ports::Clock;
+use serde_json::{Value, json};
+use worker::{Response, Result};
+
+use super::access::access_config;
+use super::object::Hub;
+use super::platform::WorkerClock;
+use crate::push::{self, Push};
+use crate::records::OAUTH_SLOT;
+
+fn answer(status: u16, body: &Value) -> Result<Response> {
+    let response = Response::from_json(body)?.with_status(status);
+    response.headers().set("cache-control", "no-store")?;
+    Ok(response)
+}
+
+fn refused(status: u16, message: impl std::fmt::Display) -> Result<Response> {
+    answer(status, &json!({ "error": message.to_string() }))
+}
+
+fn internal(err: impl std::fmt::Display) -> worker::Error {
+    worker::Error::RustError(err.to_string())
+}
+
+impl Hub {
+    /// A push: its plan and hash, or, with `apply` equal to that hash, the push applied.
+    pub(super) async fn push(&self, tenant: &str, account: &str, body: &[u8]) -> Result<Response> {
+        let push: Push = match serde_json::from_slice(body) {
+            Ok(push) => push,
+            Err(err) => return refused(400, format!("the push is not valid JSON for a hub: {err}")),
+        };
+        if let Err(err) = push.check() {
+            return refused(400, format!("{err}; nothing was recorded"));
+        }
+        let store = self.store()?;
+        let current = store.current().map_err(internal)?;
+        let plan = push.plan(&current);
+        let hash = push::hash(&current, &push);
+        let Some(wanted) = push.apply.as_deref() else {
+            return answer(200, &json!({ "plan": plan, "hash": hash, "applied": false }));
+        };
+        if wanted != hash {
+            return answer(
+                409,
+                &json!({
+                    "error": "the hosted hub changed since this plan was made, or the push differs from it; \
+                              nothing was applied: look at the new plan and push again",
+                    "plan": plan,
+                    "hash": hash,
+                }),
+            );
+        }
+        let Some(key) = self.seal_key(!push.secrets.is_empty())? else {
+            return refused(
+                400,
+                "secrets cannot be stored: the operator set no HUB_SECRETS_KEY; nothing was applied",
+            );
+        };
+        let kept = push.kept(&current);
+        let record = json!({
+            "atMs": WorkerClock.now_ms(),
+            "hash": hash,
+            "account": account,
+            "sources": push.sources.len(),
+            "tools": plan.tools,
+            "added": plan.added,
+            "changed": plan.changed.iter().map(|c| c.namespace.as_str()).collect::<Vec<_>>(),
+            "removed": plan.removed,
+            "leftOut": plan.left_out.iter().map(|l| l.namespace.as_str()).collect::<Vec<_>>(),
+        });
+        store.apply_push(&push, &kept, &key, tenant, &mut Hub::seal_nonce, &record).map_err(internal)?;
+        store.sync("push").await.map_err(internal)?;
+        self.forget_loaded();
+        answer(200, &json!({ "plan": plan, "hash": hash, "applied": true }))
+    }
+
+    /// What `hub status` shows of the tenant.
+    pub(super) fn status(&self, tenant: &str, account: &str) -> Result<Response> {
+        let store = self.store()?;
+        let current = store.current().map_err(internal)?;
+        let last_calls = store.last_calls().map_err(internal)?;
+        let sources: Vec<Value> = current
+            .sources
+            .iter()
+            .map(|source| {
+                let ns = &source.namespace;
+                let connections: Vec<Value> = source
+                    .connections
+                    .iter()
+                    .map(|c| {
+                        let slots =
+                            c.slots.iter().map(String::as_str).chain(c.oauth.as_ref().map(|_| OAUTH_SLOT));
+                        let missing: Vec<&str> = slots
+                            .filter(|slot| {
+                                !current.filled.contains(&(ns.clone(), c.name.clone(), (*slot).to_owned()))
+                            })
+                            .collect();
+                        json!({ "name": c.name, "oauth": c.oauth.is_some(), "missing": missing })
+                    })
+                    .collect();
+                let last = last_calls.get(ns);
+                let missing =
+                    connections.iter().any(|c| c["missing"].as_array().is_some_and(|m| !m.is_empty()));
+                let health = match last.map(|l| l.outcome.as_str()) {
+                    _ if missing => "needs_secret",
+                    None => "not_called",
+                    Some("ok" | "approval_denied" | "policy_denied" | "invalid_arguments") => "ok",
+                    Some("auth_required") => "needs_sign_in",
+                    Some(_) => "failing",
+                };
+                json!({
+                    "namespace": ns,
+                    "url": source.url,
+                    "tools": source.manifest.tools.len(),
+                    "connections": connections,
+                    "health": health,
+                    "lastCall": last,
+                })
+            })
+            .collect();
+        let inbox = access_config(self.env()).and_then(|c| c.ok()).map(|c| c.settings.at("/inbox"));
+        answer(
+            200,
+            &json!({
+                "account": account,
+                "tenant": tenant,
+                "lastPush": store.last_push().map_err(internal)?,
+                "sources": sources,
+                "waiting": self.waiting()?,
+                "inbox": inbox,
+            }),
+        )
+    }
+}

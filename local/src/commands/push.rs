@@ -1,0 +1,228 @@
+//! `capabilities hub push`: send this hub's HTTP sources (manifests, connections), its policy
+//! and, only with `--secrets`, credential values the person agrees to one by one, to the hosted
+//! hub signed in to. The hosted hub answers with a plan and its hash; applying sends the same
+//! push with that hash, so a plan that changed in between is refused, never applied blind.
+//! Sources that cannot run hosted (local commands, plain http to another machine) are left out
+//! and named in the plan.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use capabilities_core::oauth::SLOT as OAUTH_SLOT;
+use capabilities_hosted::push::{self, LeftOut, Plan, Push};
+use capabilities_hosted::records::{self, Connection, SecretValues, Source};
+use clap::Args;
+use serde_json::json;
+
+use super::print_stdout;
+use super::review::ask;
+use crate::config::HubConfig;
+use crate::error::{Exit, UsageError};
+use crate::hosted::{self, Hosted, said};
+use crate::secrets::{SecretStore, SlotKey};
+use crate::settings::Settings;
+use crate::store::Store;
+use crate::upstream::{SourceSpec, SourceTransport};
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Also send credential values from the keychain, asking for each one.
+    #[arg(long)]
+    pub secrets: bool,
+    /// Apply the plan without asking (and, with `--secrets`, send every value without asking).
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Show the plan and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(settings: &Settings, args: PushArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let link = Hosted::open(&store)?;
+    let config = HubConfig::load(&store);
+    for problem in &config.problems {
+        eprintln!("warning: {problem}");
+    }
+    let mut body = build(&config);
+    eprintln!(
+        "pushing {} source{} to {} ({} left out)",
+        body.sources.len(),
+        if body.sources.len() == 1 { "" } else { "s" },
+        link.login.hub,
+        body.left_out.len()
+    );
+    if args.secrets {
+        if settings.no_input && !args.yes {
+            return Err(UsageError(
+                "`--secrets` asks before sending each value: run it at a terminal, or add `--yes` to send them all"
+                    .into(),
+            )
+            .into());
+        }
+        body.secrets = secrets(settings, &store, &config, &body, &link.login.hub, args.yes)?;
+        body.with_secrets = true;
+    }
+    let runtime = hosted::runtime()?;
+    let request = serde_json::to_value(&body)?;
+    let answer = runtime.block_on(link.call("/hub/push", Some(&request)))?;
+    if answer.status != 200 {
+        bail!("{} refused the push (HTTP {}): {}", link.login.hub, answer.status, said(&answer.body));
+    }
+    let plan: Plan = serde_json::from_value(answer.body["plan"].clone())?;
+    let hash = answer.body["hash"].as_str().unwrap_or_default().to_owned();
+    if !settings.json {
+        eprintln!("the plan ({hash}):");
+        for line in push::describe(&plan) {
+            eprintln!("  {line}");
+        }
+    }
+    if args.dry_run {
+        return finish(settings, &plan, &hash, false);
+    }
+    if !args.yes && !ask(settings, &format!("apply this plan to {}? [y/N] ", link.login.hub), false)? {
+        eprintln!("nothing was applied");
+        return finish(settings, &plan, &hash, false);
+    }
+    body.apply = Some(hash);
+    let request = serde_json::to_value(&body)?;
+    let answer = runtime.block_on(link.call("/hub/push", Some(&request)))?;
+    match answer.status {
+        200 => {
+            let hash = answer.body["hash"].as_str().unwrap_or_default().to_owned();
+            if !settings.json {
+                eprintln!("applied");
+            }
+            finish(settings, &plan, &hash, true)
+        }
+        409 => {
+            if let Ok(plan) = serde_json::from_value::<Plan>(answer.body["plan"].clone()) {
+                eprintln!("the plan now:");
+                for line in push::describe(&plan) {
+                    eprintln!("  {line}");
+                }
+            }
+            bail!("{}", said(&answer.body))
+        }
+        status => bail!("{} refused the push (HTTP {status}): {}", link.login.hub, said(&answer.body)),
+    }
+}
+
+fn finish(settings: &Settings, plan: &Plan, hash: &str, applied: bool) -> Result<ExitCode> {
+    if settings.json {
+        print_stdout(&format!("{}\n", json!({ "plan": plan, "hash": hash, "applied": applied })))?;
+    } else if applied {
+        print_stdout(&format!(
+            "pushed: {} added, {} changed, {} removed, {} left out; {} tools hosted\n",
+            plan.added.len(),
+            plan.changed.len(),
+            plan.removed.len(),
+            plan.left_out.len(),
+            plan.tools
+        ))?;
+    }
+    Ok(Exit::Ok.into())
+}
+
+/// The push of `config`: its HTTP sources with their tools, and why each other one is left out.
+pub fn build(config: &HubConfig) -> Push {
+    let mut out = Push { policy: config.policy.clone(), ..Push::default() };
+    for (record, manifest, connections) in &config.sources {
+        let ns = record.spec.namespace.clone();
+        let leave = |reason: &str| LeftOut { namespace: ns.clone(), reason: reason.to_owned() };
+        let SourceTransport::Http { url, .. } = &record.spec.transport else {
+            out.left_out.push(leave("a local command (stdio): a hosted hub reaches only sources over HTTP"));
+            continue;
+        };
+        let Some(manifest) = manifest.clone().filter(|m| !m.tools.is_empty()) else {
+            out.left_out
+                .push(leave("no tools read yet: run `capabilities hub refresh` (or `hub auth`) first"));
+            continue;
+        };
+        let source = Source {
+            namespace: ns.clone(),
+            url: url.clone(),
+            reviewed_origin: origin(url),
+            manifest,
+            connections: connections
+                .connections
+                .iter()
+                .map(|c| Connection { name: c.name.clone(), slots: c.slots.clone(), oauth: c.oauth.clone() })
+                .collect(),
+            default_connection: connections.default.clone(),
+        };
+        if let Err(why) = source.endpoint() {
+            out.left_out.push(leave(&why));
+            continue;
+        }
+        let token_endpoint = source
+            .connections
+            .iter()
+            .filter_map(|c| c.oauth.as_ref())
+            .find_map(|client| records::check_token_endpoint(&client.token_endpoint).err());
+        if let Some(why) = token_endpoint {
+            out.left_out.push(leave(&format!("its OAuth token endpoint: {why}")));
+            continue;
+        }
+        out.sources.push(source);
+    }
+    out
+}
+
+/// `scheme://host[:port]` of a URL (already checked when the source was added).
+fn origin(url: &str) -> String {
+    reqwest::Url::parse(url).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
+}
+
+/// The values the person agrees to send, each as the hosted hub sends it (a header's prefix
+/// included).
+fn secrets(
+    settings: &Settings,
+    store: &Store,
+    config: &HubConfig,
+    body: &Push,
+    hub: &str,
+    yes: bool,
+) -> Result<Vec<SecretValues>> {
+    let keychain = SecretStore::open(store)?;
+    let mut out = Vec::new();
+    for source in &body.sources {
+        let spec: Option<&SourceSpec> =
+            config.sources.iter().map(|(r, _, _)| &r.spec).find(|s| s.namespace == source.namespace);
+        let prefixes = match spec.map(|s| &s.transport) {
+            Some(SourceTransport::Http { header_slots, .. }) => header_slots.clone(),
+            _ => Vec::new(),
+        };
+        for connection in &source.connections {
+            let oauth = connection.oauth.as_ref().map(|_| OAUTH_SLOT);
+            let mut values = Vec::new();
+            for slot in connection.slots.iter().map(String::as_str).chain(oauth) {
+                let key = SlotKey { namespace: &source.namespace, connection: &connection.name, slot };
+                let Some(value) = keychain.get(&key)? else { continue };
+                let what = if slot == OAUTH_SLOT {
+                    format!(
+                        "the OAuth sign-in of {}/{} (the hosted hub refreshes it itself from then on; a server \
+                         that rotates refresh tokens may then sign the local copy out)",
+                        source.namespace, connection.name
+                    )
+                } else {
+                    format!("{} of {}/{}", slot, source.namespace, connection.name)
+                };
+                if !yes && !ask(settings, &format!("send {what} to {hub}? [y/N] "), false)? {
+                    continue;
+                }
+                let prefix =
+                    prefixes.iter().find(|h| h.name == slot).map(|h| h.prefix.as_str()).unwrap_or("");
+                values.push((slot.to_owned(), format!("{prefix}{value}")));
+            }
+            if !values.is_empty() {
+                out.push(SecretValues {
+                    namespace: source.namespace.clone(),
+                    connection: connection.name.clone(),
+                    values,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
