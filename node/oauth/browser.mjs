@@ -1,8 +1,9 @@
 // A $BROWSER stand-in: `browser.mjs <authorization-url>`.
 //
 // Follows redirects from the authorization URL with GETs, keeping cookies across hops, until a
-// Location points at a loopback redirect_uri that is not the authorization server's origin; then
-// GETs that callback and writes its response body to stderr.
+// Location points at the request's redirect_uri (or, when it names none, at a loopback address
+// off the authorization server's origin); then GETs that callback and writes its response body
+// to stderr. A hosted hub's consent page on the way (HTTP 200 at /oauth/callback) is allowed.
 //
 // BROWSER_STANDIN_MODE (unset = normal):
 //   deny         the callback gets error=access_denied&state=<same state> (and iss, if the AS sent one)
@@ -91,21 +92,56 @@ function tamper(callback) {
   return callback;
 }
 
+// The hub's consent page (a form POST to /oauth/consent with its sign-in and CSRF token):
+// allowed, from the page's own origin. The URL the answer redirects to.
+async function consent(url, html) {
+  const field = (name) =>
+    html.match(new RegExp(`name="${name}" value="([^"]*)"`))?.[1]?.replaceAll('&quot;', '"').replaceAll('&amp;', '&');
+  const target = new URL('/oauth/consent', url);
+  const body = new URLSearchParams({ signin: field('signin'), csrf: field('csrf'), decision: 'allow' });
+  const cookie = cookieHeader(target);
+  const response = await fetch(target, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: url.origin, ...(cookie ? { cookie } : {}) },
+    body,
+  });
+  remember(response, target);
+  const location = response.headers.get('location');
+  if (response.status !== 303 || !location) throw new Error(`consent answered ${response.status}: ${await response.text()}`);
+  say('consented at', url.origin);
+  return new URL(location, target);
+}
+
 async function main() {
   let url = new URL(start);
   const asOrigin = url.origin;
+  // Where the client waits: the request's redirect_uri when it names one, else any loopback
+  // address off the authorization server's origin.
+  const wanted = url.searchParams.get('redirect_uri');
+  const isCallback = (next) => {
+    if (wanted) {
+      const back = new URL(wanted);
+      return next.origin === back.origin && next.pathname === back.pathname;
+    }
+    return LOOPBACK.has(next.hostname) && next.origin !== asOrigin;
+  };
   for (let hop = 0; hop < MAX_HOPS; hop += 1) {
     const cookie = cookieHeader(url);
     const response = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} });
     remember(response, url);
     const location = response.headers.get('location');
-    if (response.status < 300 || response.status >= 400 || !location) {
+    let next;
+    if (response.status === 200 && url.pathname === '/oauth/callback') {
+      next = await consent(url, await response.text());
+    } else if (response.status < 300 || response.status >= 400 || !location) {
       say(`stopped at ${url.href}: HTTP ${response.status}`);
       console.error(await response.text());
       return 1;
+    } else {
+      next = new URL(location, url);
     }
-    const next = new URL(location, url);
-    if (LOOPBACK.has(next.hostname) && next.origin !== asOrigin) {
+    if (isCallback(next)) {
       const callback = tamper(next);
       say(`callback ${callback.href}`);
       const answer = await fetch(callback, { redirect: 'manual' });

@@ -21,23 +21,23 @@ use crate::hub::{load_one, loaded};
 use crate::oauth::Fixture;
 use crate::support::{ADMIN_TOKEN, SECRETS_KEY, Upstream, Workerd, exchange, free_port, packages, repo};
 
-const CLAUDE: &str = "https://claude.ai/api/mcp/auth_callback";
+pub(crate) const CLAUDE: &str = "https://claude.ai/api/mcp/auth_callback";
 const CHATGPT: &str = "https://chatgpt.com/connector_platform_oauth_redirect";
 
 /// workerd as the hub people sign in to, with the fixture as its identity provider.
-struct Hub {
-    idp: Fixture,
-    workerd: Workerd,
+pub(crate) struct Hub {
+    pub(crate) idp: Fixture,
+    pub(crate) workerd: Workerd,
     port: u16,
     _dir: tempfile::TempDir,
 }
 
 impl Hub {
-    fn start(extra: &[(&str, &str)]) -> Hub {
+    pub(crate) fn start(extra: &[(&str, &str)]) -> Hub {
         Hub::start_keyed(extra, SECRETS_KEY)
     }
 
-    fn start_keyed(extra: &[(&str, &str)], key: &str) -> Hub {
+    pub(crate) fn start_keyed(extra: &[(&str, &str)], key: &str) -> Hub {
         let idp = Fixture::start(60);
         let port = free_port();
         let public = format!("http://127.0.0.1:{port}");
@@ -69,16 +69,16 @@ impl Hub {
         Hub { idp, workerd, port, _dir: dir }
     }
 
-    fn public(&self) -> String {
+    pub(crate) fn public(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn mcp(&self) -> String {
+    pub(crate) fn mcp(&self) -> String {
         format!("{}/mcp", self.public())
     }
 
     /// `tests/fixtures/sdk-sign-in.mjs` with `args` (plus the address); what it printed.
-    fn sign_in(&self, mut args: Value) -> Value {
+    pub(crate) fn sign_in(&self, mut args: Value) -> Value {
         args["mcp"] = json!(self.mcp());
         let started = Instant::now();
         let out = Command::new(packages().join(".bin/node"))
@@ -93,26 +93,32 @@ impl Hub {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    fn http(&self, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String, String) {
+    pub(crate) fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[String],
+        body: &str,
+    ) -> (u16, String, String) {
         exchange(self.port, method, path, headers, body)
     }
 
     /// A form POST to the token endpoint; its status and JSON.
-    fn token(&self, form: &[(&str, &str)]) -> (u16, Value) {
+    pub(crate) fn token(&self, form: &[(&str, &str)]) -> (u16, Value) {
         let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
         let (status, _, text) = self.http("POST", "/oauth/token", &[], &body);
         (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")))
     }
 
     /// A code from a by-hand sign-in (dynamic registration), exchanged; the sign-in and tokens.
-    fn tokens(&self, scope: &str) -> (Value, Value) {
+    pub(crate) fn tokens(&self, scope: &str) -> (Value, Value) {
         let signed = self.sign_in(json!({ "mode": "code", "scope": scope }));
         let (status, tokens) = self.exchange_code(&signed);
         assert_eq!(status, 200, "{tokens}");
         (signed, tokens)
     }
 
-    fn exchange_code(&self, signed: &Value) -> (u16, Value) {
+    pub(crate) fn exchange_code(&self, signed: &Value) -> (u16, Value) {
         let s = |k: &str| signed[k].as_str().unwrap().to_owned();
         self.token(&[
             ("grant_type", "authorization_code"),
@@ -125,13 +131,13 @@ impl Hub {
     }
 
     /// One JSON-RPC request to `/mcp` with `token`; status, head and body.
-    fn rpc(&self, token: Option<&str>, method: &str, params: Value) -> (u16, String, String) {
+    pub(crate) fn rpc(&self, token: Option<&str>, method: &str, params: Value) -> (u16, String, String) {
         let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
         let headers: Vec<String> = token.map(|t| format!("authorization: Bearer {t}")).into_iter().collect();
         self.http("POST", "/mcp", &headers, &body.to_string())
     }
 
-    fn execute(&self, token: &str, arguments: Value) -> Value {
+    pub(crate) fn execute(&self, token: &str, arguments: Value) -> Value {
         let (status, _, text) =
             self.rpc(Some(token), "tools/call", json!({ "name": "execute", "arguments": arguments }));
         assert_eq!(status, 200, "{text}");
@@ -139,7 +145,7 @@ impl Hub {
     }
 
     /// Whether any file of workerd's storage holds `secret` as it is.
-    fn stored(&self, secret: &str) -> bool {
+    pub(crate) fn stored(&self, secret: &str) -> bool {
         fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
             for entry in std::fs::read_dir(dir).unwrap().flatten() {
                 let path = entry.path();
@@ -155,14 +161,14 @@ impl Hub {
         })
     }
 
-    fn accounts(&self) -> Value {
+    pub(crate) fn accounts(&self) -> Value {
         let (status, _, text) =
             self.http("GET", "/admin/accounts", &[format!("authorization: Bearer {ADMIN_TOKEN}")], "");
         assert_eq!(status, 200, "{text}");
         serde_json::from_str::<Value>(&text).unwrap()["accounts"].clone()
     }
 
-    fn tenant_of(&self, name: &str) -> String {
+    pub(crate) fn tenant_of(&self, name: &str) -> String {
         let accounts = self.accounts();
         let found = accounts.as_array().unwrap().iter().find(|a| a["name"] == name);
         found.unwrap_or_else(|| panic!("no account {name} in {accounts}"))["tenant"]

@@ -6,5 +6,6 @@ mod access;
 mod approvals;
 mod hub;
 mod oauth;
+mod push;
 mod support;
 mod wrangler;
