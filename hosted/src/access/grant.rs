@@ -18,6 +18,9 @@ pub struct Code {
     pub request: AuthRequest,
     pub tenant: String,
     pub account: String,
+    /// The person's name to show.
+    #[serde(default)]
+    pub name: String,
     pub expires_s: u64,
     /// The family its refresh tokens will belong to, named now so a replay can revoke it.
     pub family: String,
@@ -30,6 +33,8 @@ pub struct Family {
     pub client_id: String,
     pub tenant: String,
     pub account: String,
+    #[serde(default)]
+    pub name: String,
     pub scope: String,
     pub resource: String,
     pub expires_s: u64,
@@ -143,6 +148,7 @@ mod tests {
                 scope: "mcp".into(),
                 resource: "https://hub.example/mcp".into(),
             },
+            name: "alice".into(),
             tenant: "t-1".into(),
             account: "a".into(),
             expires_s: 160,
@@ -182,6 +188,7 @@ mod tests {
             client_id: "c1".into(),
             tenant: "t-1".into(),
             account: "a".into(),
+            name: "a".into(),
             scope: "mcp".into(),
             resource: "https://hub.example/mcp".into(),
             expires_s: 1000,

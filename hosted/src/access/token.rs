@@ -50,6 +50,9 @@ pub struct Claims {
     pub tenant: String,
     /// The account that signed in (`oidc|<issuer>|<sub>` or `github|<id>`).
     pub account: String,
+    /// The person's name to show, as the identity provider gave it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
     pub client: String,
     pub scope: String,
     /// The resource it is for, exactly (`<public url>/mcp`).
@@ -136,6 +139,7 @@ mod tests {
         Claims {
             tenant: "t-1".into(),
             account: "oidc|http://idp|alice".into(),
+            name: "alice".into(),
             client: "c1".into(),
             scope: "mcp".into(),
             resource: "https://hub.example/mcp".into(),

@@ -193,12 +193,22 @@ fn form(body: &[u8]) -> Vec<(String, String)> {
 }
 
 pub(crate) fn html(status: u16, text: String) -> Result<Response> {
+    html_posting_to(status, text, None)
+}
+
+/// A page whose form may end up at `also` (an origin) as well as the hub: browsers hold a
+/// form's redirects to `form-action` too, so the consent page names the client's redirect
+/// origin, or the 303 back to the client would be blocked.
+fn html_posting_to(status: u16, text: String, also: Option<&str>) -> Result<Response> {
     let headers = Headers::new();
     headers.set("content-type", "text/html; charset=utf-8")?;
     headers.set("cache-control", "no-store")?;
+    let also = also.map(|origin| format!(" {origin}")).unwrap_or_default();
     headers.set(
         "content-security-policy",
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+        &format!(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'{also}; frame-ancestors 'none'"
+        ),
     )?;
     headers.set("x-frame-options", "DENY")?;
     Ok(Response::from_html(text)?.with_status(status).with_headers(headers))
@@ -562,7 +572,7 @@ impl Server<'_> {
         let tenant = self.tenant_of(&person.account, &person.name)?;
         if signin.inbox {
             self.exec("DELETE FROM signins WHERE digest = ?", vec![digest(id).into()])?;
-            return self.inbox_cookie(&person.account, &tenant);
+            return self.inbox_cookie(&person.account, &person.name, &tenant);
         }
         let csrf = secret("hub_csrf", random());
         signin.account = Some(person.account);
@@ -577,7 +587,9 @@ impl Server<'_> {
             Ok(client) => client,
             Err(why) => return local_error(400, &why),
         };
-        html(
+        let back =
+            url::Url::parse(&signin.request.redirect_uri).ok().map(|u| u.origin().ascii_serialization());
+        html_posting_to(
             200,
             page::consent(
                 &client,
@@ -587,16 +599,18 @@ impl Server<'_> {
                 id,
                 &csrf,
             ),
+            back.as_deref().filter(|o| *o != "null"),
         )
     }
 
     /// The signed-in inbox: a cookie holding a token for the inbox only (its resource is the
     /// inbox's address, so it opens nothing else), then the inbox itself.
-    fn inbox_cookie(&self, account: &str, tenant: &str) -> Result<Response> {
+    fn inbox_cookie(&self, account: &str, name: &str, tenant: &str) -> Result<Response> {
         let now = now_s();
         let claims = Claims {
             tenant: tenant.to_owned(),
             account: account.to_owned(),
+            name: name.to_owned(),
             client: INBOX_CLIENT.to_owned(),
             scope: SCOPE_INBOX.to_owned(),
             resource: self.settings().at("/inbox"),
@@ -684,7 +698,9 @@ impl Server<'_> {
         let code = secret("hub_ac", random());
         let now = now_s();
         let family = format!("f-{}", hex(&random()[..12]));
-        let record = Code { request: request.clone(), tenant, account, expires_s: now + CODE_TTL_S, family };
+        let name = signin.name.clone().unwrap_or_default();
+        let record =
+            Code { request: request.clone(), tenant, account, name, expires_s: now + CODE_TTL_S, family };
         self.exec("DELETE FROM codes WHERE expires_s < ?", vec![(now as i64 - 3600).into()])?;
         self.exec(
             "INSERT INTO codes (digest, record, used, expires_s) VALUES (?, ?, 0, ?)",
@@ -754,6 +770,7 @@ impl Server<'_> {
         let claims = Claims {
             tenant: family.tenant.clone(),
             account: family.account.clone(),
+            name: family.name.clone(),
             client: family.client_id.clone(),
             scope: scope.to_owned(),
             resource: family.resource.clone(),
@@ -814,6 +831,7 @@ impl Server<'_> {
             client_id: client.id.clone(),
             tenant: record.tenant,
             account: record.account,
+            name: record.name,
             scope: record.request.scope.clone(),
             resource: record.request.resource,
             expires_s: now + FAMILY_TTL_S,

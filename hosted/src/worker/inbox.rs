@@ -55,6 +55,7 @@ pub(super) async fn entry(
     let csrf = config.key.tag(&format!("inbox-csrf|{given}"));
     let headers = Headers::new();
     headers.set(super::ACCOUNT_HEADER, &claims.account)?;
+    headers.set(super::NAME_HEADER, &claims.name)?;
     match (request.method(), path) {
         (Method::Get, "/inbox") => {
             headers.set(CSRF_HEADER, &csrf)?;

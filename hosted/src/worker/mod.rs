@@ -154,12 +154,15 @@ async fn hub_api(mut request: Request, env: &Env, config: &AccessConfig, path: &
     let headers = Headers::new();
     headers.set("content-type", "application/json")?;
     headers.set(ACCOUNT_HEADER, &claims.account)?;
+    headers.set(NAME_HEADER, &claims.name)?;
     forward(&mut request, env, &claims.tenant, path.trim_start_matches('/'), headers).await
 }
 
 /// The header a forwarded request names its signed-in account in. Only this entry sets it:
 /// the object's `hub/*` and `inbox/*` routes are reached through no other path.
 pub(crate) const ACCOUNT_HEADER: &str = "x-hub-account";
+/// The header with the signed-in person's name, set the same way.
+pub(crate) const NAME_HEADER: &str = "x-hub-name";
 
 /// Hands `request` (its method and body, with `headers`) to `tenant`'s object at `rest`.
 pub(crate) async fn forward(

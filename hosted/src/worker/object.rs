@@ -65,10 +65,10 @@ impl DurableObject for Hub {
             (worker::Method::Get, "admin/runs") => self.runs(),
             (worker::Method::Get, "admin/pending") => self.pending(),
             (worker::Method::Post, "admin/approve") => self.approve(&tenant, &body).await,
-            (worker::Method::Post, "hub/push") => self.push(&tenant, &account(&request), &body).await,
+            (worker::Method::Post, "hub/push") => self.push(&tenant, &account(&request).0, &body).await,
             (worker::Method::Get, "hub/status") => self.status(&tenant, &account(&request)),
             (worker::Method::Get, "inbox") => {
-                self.inbox(&account(&request), &super::inbox::csrf_of(&request))
+                self.inbox(&account(&request).1, &super::inbox::csrf_of(&request))
             }
             (worker::Method::Post, "inbox/decide") => self.inbox_decide(&body).await,
             (_, "mcp") => Response::error("this endpoint is stateless: POST JSON-RPC messages", 405),
@@ -77,9 +77,13 @@ impl DurableObject for Hub {
     }
 }
 
-/// The signed-in account the entry named (`hub/*` and `inbox/*` are reached only through it).
-fn account(request: &Request) -> String {
-    request.headers().get(super::ACCOUNT_HEADER).ok().flatten().unwrap_or_default()
+/// Who the entry says signed in (`hub/*` and `inbox/*` are reached only through it): the
+/// account key and the name to show (the key when the provider gave no name).
+fn account(request: &Request) -> (String, String) {
+    let header = |name: &str| request.headers().get(name).ok().flatten().unwrap_or_default();
+    let account = header(super::ACCOUNT_HEADER);
+    let name = Some(header(super::NAME_HEADER)).filter(|n| !n.is_empty()).unwrap_or_else(|| account.clone());
+    (account, name)
 }
 
 impl Hub {

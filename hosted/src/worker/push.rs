@@ -81,7 +81,7 @@ impl Hub {
     }
 
     /// What `hub status` shows of the tenant.
-    pub(super) fn status(&self, tenant: &str, account: &str) -> Result<Response> {
+    pub(super) fn status(&self, tenant: &str, (account, name): &(String, String)) -> Result<Response> {
         let store = self.store()?;
         let current = store.current().map_err(internal)?;
         let last_calls = store.last_calls().map_err(internal)?;
@@ -129,6 +129,7 @@ impl Hub {
             200,
             &json!({
                 "account": account,
+                "name": name,
                 "tenant": tenant,
                 "lastPush": store.last_push().map_err(internal)?,
                 "sources": sources,

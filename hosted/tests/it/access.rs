@@ -577,7 +577,9 @@ fn a_token_reaches_only_its_own_tenant() {
 
 #[test]
 fn expired_tokens_tokens_for_another_resource_and_missing_scopes_are_refused() {
-    let hub = Hub::start(&[("HUB_ACCESS_TTL_S", "1")]);
+    // Expiry counts whole seconds, so a token of TTL n lives between n - 1 and n seconds: 3 s
+    // leaves the first use room on a loaded machine.
+    let hub = Hub::start(&[("HUB_ACCESS_TTL_S", "3")]);
     let (signed, tokens) = hub.tokens("mcp");
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     assert_eq!(hub.rpc(Some(&access), "ping", json!({})).0, 200);
@@ -586,7 +588,7 @@ fn expired_tokens_tokens_for_another_resource_and_missing_scopes_are_refused() {
     let (status, head, _) = other.rpc(Some(&access), "ping", json!({}));
     assert_eq!(status, 401);
     assert!(header(&head, "www-authenticate").unwrap().contains("for another resource"), "{head}");
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_millis(3100));
     let (status, head, _) = hub.rpc(Some(&access), "ping", json!({}));
     assert_eq!(status, 401);
     assert!(header(&head, "www-authenticate").unwrap().contains("expired"), "{head}");

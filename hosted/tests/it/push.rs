@@ -413,3 +413,117 @@ fn the_push_api_and_the_inbox_refuse_attacks_and_no_account_reaches_another() {
     assert!(!resumed.to_string().contains("writer.write"), "{resumed}");
     let _ = alice_cookie;
 }
+
+/// A loopback listener standing in for a client's redirect URI: it answers every request.
+fn redirect_listener() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut line = String::new();
+            let _ = BufReader::new(stream.try_clone().unwrap()).read_line(&mut line);
+            let body = "signed in; you can close this tab";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}/callback")
+}
+
+#[test]
+fn chromium_signs_in_consents_and_decides_a_call_in_the_inbox() {
+    assert!(
+        std::path::Path::new("/usr/bin/chromium").exists(),
+        "/usr/bin/chromium is missing: install Debian's chromium (`apt-get install chromium`)"
+    );
+    let playwright = repo().join("node/node_modules/playwright-core");
+    assert!(playwright.join("package.json").is_file(), "playwright-core is missing: run `cd node && npm ci`");
+    let hub = Hub::start(&[]);
+    let counter = Upstream::counter();
+    let local = Local::new(&hub);
+    local.ok(&["hub", "add", &format!("{}/mcp", counter.origin()), "--namespace", "counter", "--yes"]);
+    local.ok(&["hub", "login"]);
+    local.json(&["hub", "push", "--yes"]);
+
+    // A client registers and sends the person to sign in; Chromium is the person.
+    let redirect = redirect_listener();
+    let registration = json!({ "client_name": "Chromium test client", "redirect_uris": [redirect],
+                               "token_endpoint_auth_method": "none" });
+    let (code, _, text) = hub.http("POST", "/oauth/register", &[], &registration.to_string());
+    assert_eq!(code, 201, "{text}");
+    let client: Value = serde_json::from_str(&text).unwrap();
+    let client_id = client["client_id"].as_str().unwrap().to_owned();
+    let verifier = "a-verifier-of-enough-length-for-pkce-0123456789abcdef";
+    let challenge = capabilities_hosted::access::token::pkce_challenge(verifier);
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("response_type", "code"),
+            ("client_id", client_id.as_str()),
+            ("redirect_uri", redirect.as_str()),
+            ("state", "chromium-1"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("scope", "mcp"),
+            ("resource", hub.mcp().as_str()),
+        ])
+        .finish();
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hosted-access");
+    std::fs::create_dir_all(&shots).unwrap();
+    let args = json!({ "authorize": format!("{}/oauth/authorize?{query}", hub.public()), "redirect": redirect,
+                       "hub": hub.public(), "shots": shots });
+    let mut child = Command::new(packages().join(".bin/node"))
+        .arg(repo().join("hosted/tests/fixtures/access-browser.mjs"))
+        .arg(args.to_string())
+        .env("PLAYWRIGHT_CORE_DIR", &playwright)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let consented: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("access-browser said {line:?}: {e}"));
+    let consent = consented["consent"].as_str().unwrap();
+    assert!(consent.contains("Chromium test client") && consent.contains("127.0.0.1"), "{consent}");
+    let back = url::Url::parse(consented["back"].as_str().unwrap()).unwrap();
+    let param = |name: &str| back.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    assert_eq!(param("iss").as_deref(), Some(hub.public().as_str()), "{back}");
+    assert_eq!(param("state").as_deref(), Some("chromium-1"), "{back}");
+    let (status, tokens) = hub.token(&[
+        ("grant_type", "authorization_code"),
+        ("code", &param("code").expect("a code")),
+        ("client_id", &client_id),
+        ("redirect_uri", &redirect),
+        ("code_verifier", verifier),
+        ("resource", &hub.mcp()),
+    ]);
+    assert_eq!(status, 200, "{tokens}");
+    let token = tokens["access_token"].as_str().unwrap();
+    let paused =
+        hub.execute(token, json!({ "code": "return await counter.write({ text: 'seen in chromium' })" }));
+    let run = paused["structuredContent"]["runId"].as_str().unwrap_or_else(|| panic!("{paused}")).to_owned();
+
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "access-browser failed");
+    let decided: Value = serde_json::from_str(rest.trim()).unwrap_or_else(|e| panic!("{rest:?}: {e}"));
+    let inbox = decided["inbox"].as_str().unwrap();
+    assert!(inbox.contains("counter.write") && inbox.contains("seen in chromium"), "{inbox}");
+    assert_eq!(decided["decidedStatus"], 200, "{decided}");
+    assert!(decided["decided"].as_str().unwrap().contains("Allowed once"), "{decided}");
+    let done = hub.execute(token, json!({ "resume": run }));
+    assert_eq!(done["structuredContent"]["status"], "completed", "{done}");
+    assert_eq!(counter.calls()["write"], 1);
+    for shot in ["consent.png", "inbox.png", "decided.png"] {
+        assert!(shots.join(shot).is_file(), "{shot} was kept");
+    }
+}

@@ -48,7 +48,7 @@ pub fn run(settings: &Settings, args: LoginArgs) -> Result<ExitCode> {
     hosted::write_login(&store, &login)?;
     let link = Hosted::open(&store)?;
     let status = runtime.block_on(link.ok("/hub/status", None))?;
-    login.account = status["account"].as_str().map(str::to_owned);
+    login.account = status["name"].as_str().or(status["account"].as_str()).map(str::to_owned);
     login.tenant = status["tenant"].as_str().map(str::to_owned);
     hosted::write_login(&store, &login)?;
     if settings.json {

@@ -31,8 +31,8 @@ pub fn run(settings: &Settings, _args: StatusArgs) -> Result<ExitCode> {
 /// The status in a person's words.
 fn describe(hub: &str, status: &Value) -> String {
     let text = |v: &Value| v.as_str().unwrap_or("?").to_owned();
-    let mut out =
-        format!("{hub}: signed in as {} (tenant {})\n", text(&status["account"]), text(&status["tenant"]));
+    let who = status["name"].as_str().unwrap_or_else(|| status["account"].as_str().unwrap_or("?"));
+    let mut out = format!("{hub}: signed in as {who} (tenant {})\n", text(&status["tenant"]));
     match status["lastPush"].as_object() {
         Some(push) => out.push_str(&format!(
             "last push: {} sources, {} tools, at {} ({})\n",
