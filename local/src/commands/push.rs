@@ -166,6 +166,15 @@ pub fn build(config: &HubConfig) -> Push {
         }
         out.sources.push(source);
     }
+    // Contracts reviewed for sources that stay here are no business of the hosted hub.
+    let pushed = |address: &String| {
+        let ns = address.split_once('.').map_or(address.as_str(), |(ns, _)| ns);
+        out.sources.iter().any(|s| s.namespace == ns)
+    };
+    let reviewed = std::mem::take(&mut out.policy.reviewed);
+    out.policy.reviewed = reviewed.into_iter().filter(|(a, _)| pushed(a)).collect();
+    let changes = std::mem::take(&mut out.policy.changes);
+    out.policy.changes = changes.into_iter().filter(|(a, _)| pushed(a)).collect();
     out
 }
 

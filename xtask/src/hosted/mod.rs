@@ -20,9 +20,9 @@ use crate::setup::{ensure_c_toolchain, ensure_node_packages, ensure_wasm_target}
 use crate::{WASM_TARGET, cargo, step, target_dir};
 
 mod bench;
+mod signin;
 
-const USAGE: &str =
-    "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures] | bench [rounds] [--debug]";
+const USAGE: &str = "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures | --sign-in] | bench [rounds] [--debug]";
 
 /// The Worker's entry: workerd calls the Rust `fetch` with the Worker's env and context; the
 /// Durable Object classes (the tenants' `Hub`, the authorization server's `Access`) come
@@ -166,12 +166,14 @@ fn dev(args: &[String]) -> Result<()> {
     let mut port = "8787".to_owned();
     let mut dir = None;
     let mut fixtures = false;
+    let mut sign_in = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--port" => port = rest.next().context("--port needs a number")?.clone(),
             "--dir" => dir = Some(PathBuf::from(rest.next().context("--dir needs a path")?)),
             "--fixtures" => fixtures = true,
+            "--sign-in" => sign_in = true,
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
     }
@@ -189,16 +191,18 @@ fn dev(args: &[String]) -> Result<()> {
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let workerd = workerd()?;
+    let mut serve = Command::new(&workerd);
+    // Kept alive while workerd serves: the test identity provider.
+    let _idp = if sign_in { Some(signin::setup(&port, &mut serve)?) } else { None };
     eprintln!("xtask: serving http://127.0.0.1:{port}/t/<tenant>/mcp, storage in {}", dir.display());
     if std::env::var_os("HUB_ADMIN_TOKEN").is_none() {
         eprintln!("xtask: HUB_ADMIN_TOKEN is not set: the admin endpoint stays off");
     }
-    if std::env::var_os("HUB_ACCESS_TOKEN").is_none() {
+    if std::env::var_os("HUB_ACCESS_TOKEN").is_none() && !sign_in {
         eprintln!(
             "xtask: HUB_ACCESS_TOKEN is not set: /mcp answers anything on this machine without a token"
         );
     }
-    let mut serve = Command::new(workerd);
     serve
         .arg("serve")
         .arg(bundle.join("workerd.capnp"))
