@@ -32,6 +32,7 @@ pub mod surface;
 pub mod tokens;
 pub mod typegen;
 pub mod upstream;
+pub mod validate;
 pub mod wording;
 
 pub use sandbox::prelude;

@@ -310,6 +310,9 @@ pub struct GuestError {
     /// For a `ToolError`: its code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// For a `ToolError`: the hub's hint for the next step, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
 }

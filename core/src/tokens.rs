@@ -9,20 +9,20 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 use tiktoken_rs::{CoreBPE, O200K_BASE_PAT_STR, Rank};
 
-/// Every `o200k_base` token in rank order, each a length byte and then its bytes.
+/// Every `o200k_base` token's length in rank order (one byte each), then their bytes.
 static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bin"));
+/// Tokens in the table (ranks 0 to 199,997).
+const TOKENS: usize = 199_998;
 
 fn encoder() -> &'static CoreBPE {
     static ENCODER: OnceLock<CoreBPE> = OnceLock::new();
     ENCODER.get_or_init(|| {
         let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
         ranks.reserve(200_000);
-        let mut rest = TABLE;
-        let mut rank: Rank = 0;
-        while let Some((&len, tail)) = rest.split_first() {
-            let Some((token, tail)) = tail.split_at_checked(usize::from(len)) else { break };
-            ranks.insert(token.to_vec(), rank);
-            rank += 1;
+        let (lengths, mut rest) = TABLE.split_at(TOKENS);
+        for (rank, &len) in lengths.iter().enumerate() {
+            let Some((token, tail)) = rest.split_at_checked(usize::from(len)) else { break };
+            ranks.insert(token.to_vec(), rank as Rank);
             rest = tail;
         }
         let special: FxHashMap<String, Rank> =

@@ -30,7 +30,9 @@ use crate::record::{
     CallOutcome, CallSummary, JournalEntry, JournaledCall, RunError, RunRecord, ToolFailure, call_digest,
 };
 use crate::scrub::Scrubber;
+use crate::typegen::signature_line;
 use crate::upstream::tool_result_value;
+use crate::validate::Checked;
 
 /// The engine's side of one attempt.
 pub(super) struct AttemptBridge<'e, 'a> {
@@ -216,6 +218,21 @@ impl<'e> AttemptBridge<'e, '_> {
         // Replay: a journaled call never goes upstream again.
         if let Some(recorded) = self.journal.get(&call.seq) {
             return self.replay(&call, &target, recorded).await;
+        }
+        // Arguments the tool's contract refuses never reach policy, a person or the source.
+        match self.engine.catalog.check(&target.address, &call.args) {
+            Checked::Valid => {}
+            Checked::Invalid(problems) => {
+                let signature = signature_line(&target.address, target.tool);
+                return GuestReply::Err(failures::arguments_refused(&call.address, &problems, &signature));
+            }
+            Checked::Unchecked(why) => {
+                let notice = format!("`{}` was called without checking its arguments: {why}", call.address);
+                let mut run = self.run.borrow_mut();
+                if !run.notices.contains(&notice) {
+                    run.notices.push(notice);
+                }
+            }
         }
         if self.run.borrow().live_calls >= self.engine.limits.max_calls {
             return self.fail_run(failures::max_calls(&self.engine.limits));

@@ -57,7 +57,11 @@ pub(super) fn attempt_end(
                     "a connection needs a person to sign in again: tell the user the command the error \
                      names; retrying before that fails the same way"
                 }
-                _ => "catch errors around calls that may fail, or fix the code and run it again",
+                // A hint the hub gave with the call's error says more than a generic one.
+                _ => err
+                    .hint
+                    .as_deref()
+                    .unwrap_or("catch errors around calls that may fail, or fix the code and run it again"),
             };
             let at = thrown_at(err.stack.as_deref(), lines)
                 .map(|line| format!(" (line {line})"))
@@ -349,6 +353,21 @@ fn thrown_at(stack: Option<&str>, lines: &[u32]) -> Option<u32> {
     lines.get(usize::try_from(body_line.checked_sub(1)?).ok()?).copied()
 }
 
+/// A call whose arguments the tool's input schema refuses: never sent, never asked about.
+/// Each problem is a path and what was expected; the hint is the tool's signature.
+pub(crate) fn arguments_refused(address: &str, problems: &[String], signature: &str) -> ToolFailure {
+    ToolFailure {
+        code: "invalid_arguments".to_owned(),
+        message: format!(
+            "`{address}` was not called, its arguments do not fit its schema: {}",
+            problems.join("; ")
+        ),
+        hint: Some(format!("fix the arguments and call it again: {signature}")),
+        status: None,
+        retryable: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use expect_test::expect;
@@ -384,6 +403,7 @@ mod tests {
             name: "ToolError".to_owned(),
             message: "boom".to_owned(),
             code: code.map(str::to_owned),
+            hint: None,
             stack: Some("    at <anonymous> (code.js:2:5)".to_owned()),
         };
         let ends = [
@@ -397,12 +417,14 @@ mod tests {
                 name: "ReferenceError".to_owned(),
                 message: "github is not defined".to_owned(),
                 code: None,
+                hint: None,
                 stack: Some("    at <anonymous> (code.js:2:5)".to_owned()),
             }),
             AttemptEnd::Threw(GuestError {
                 name: "ReferenceError".to_owned(),
                 message: "myVariable is not defined".to_owned(),
                 code: None,
+                hint: None,
                 stack: None,
             }),
             AttemptEnd::Limit(LimitKind::Compute),

@@ -856,6 +856,9 @@ export function install(host, configText) {
           try {
             d.code = StringCtor(e.code);
           } catch {}
+          try {
+            if (typeof e.hint === "string") d.hint = e.hint;
+          } catch {}
           break;
         }
       }
@@ -874,6 +877,7 @@ export function install(host, configText) {
     // does not.
     let text = '{"name":' + JSONStringify(d.name) + ',"message":' + JSONStringify(d.message);
     if (d.code !== undefined) text += ',"code":' + JSONStringify(d.code);
+    if (d.hint !== undefined) text += ',"hint":' + JSONStringify(d.hint);
     if (d.stack !== undefined) text += ',"stack":' + JSONStringify(d.stack);
     return text + "}";
   };

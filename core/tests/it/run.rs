@@ -389,6 +389,25 @@ fn a_source_that_does_not_exist_is_named_with_the_ones_that_do() {
         .assert_eq(&outcome(&hub, "return await github.searchIssues({ q: 'bug' })"));
 }
 
+/// A write with arguments its schema refuses asks no one and reaches nothing: the guest gets
+/// `invalid_arguments` naming the path and what was expected, with the tool's signature.
+#[test]
+fn arguments_the_schema_refuses_ask_no_one_and_reach_nothing() {
+    let hub = Hub::new();
+    let code = "try { await notes.add({ text: 42 }) } catch (e) { return [e.code, e.message, e.hint] }";
+    let envelope = hub.execute(code);
+    expect_test::expect![[r#"completed ["invalid_arguments","`notes.add` was not called, its arguments do not fit its schema: text: expected string, got integer","fix the arguments and call it again: notes.add(input: { text: string }): Promise<unknown>"]"#]]
+        .assert_eq(&render(&envelope));
+    assert!(hub.calls().is_empty(), "nothing reached the source: {:?}", hub.calls());
+    let run_id = envelope.run_id.clone();
+    let run = hub.run(&run_id);
+    assert!(run.pending.is_empty(), "no person was asked");
+    assert!(hub.journal(&run_id).is_empty(), "nothing was journaled as sent: {}", hub.journal_text(&run_id));
+    // The same call with good arguments waits for a person as writes do.
+    let asked = hub.execute("return await notes.add({ text: 'fine' })");
+    assert_eq!(asked.status, capabilities_core::surface::envelope::EnvelopeStatus::AwaitingApproval);
+}
+
 #[test]
 fn reads_reach_upstream_in_order_with_their_arguments() {
     let hub = Hub::new();

@@ -268,6 +268,16 @@ fn login_push_status_then_a_cloud_client_runs_j2_with_the_write_decided_in_the_i
     assert!(!after["page"].as_str().unwrap().contains("from the cloud"), "{after}");
     assert!(after["page"].as_str().unwrap().contains("Nothing waits for you"), "{after}");
 
+    // Arguments the schema refuses: the hosted hub fails the call before anyone is asked.
+    let bad =
+        hub.execute(&local.access_token(), json!({ "code": "return await counter.write({ text: 5 })" }));
+    let envelope = &bad["structuredContent"];
+    assert_eq!(envelope["status"], "failed", "{bad}");
+    assert_eq!(envelope["error"]["code"], "invalid_arguments", "{bad}");
+    assert!(envelope.to_string().contains("text: expected string, got integer"), "{bad}");
+    assert_eq!(local.json(&["hub", "status"])["waiting"], json!([]), "no one is asked");
+    assert_eq!(counter.calls()["write"], 1, "the source never saw it");
+
     let out = local.ok(&["hub", "logout"]);
     assert!(out.contains("signed out"), "{out}");
     let (ok, _, stderr) = local.run(&["hub", "status"], "");

@@ -136,6 +136,36 @@ fn add_exec_approve_once_runs_the_write_exactly_once() {
     assert!(again.stderr.contains("waits for nothing"), "{}", again.stderr);
 }
 
+/// The issue's example, with the real memory server: a write whose arguments its schema
+/// refuses fails at once with the path and what was expected; no one is asked and the memory
+/// file is untouched. A read with bad arguments never reaches the server either.
+#[test]
+fn a_write_with_bad_arguments_fails_before_anyone_is_asked() {
+    let hub = Hub::new();
+    assert_eq!(hub.add_memory(&["--yes"]).code, 0);
+    let out =
+        hub.run(&["--json", "exec", r#"return await memory.createEntities({ entities: "not an array" })"#]);
+    assert_eq!(out.code, 3, "the run failed, it did not wait: {}{}", out.stdout, out.stderr);
+    let envelope: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(envelope["status"], "failed", "{envelope}");
+    let text = envelope.to_string();
+    assert!(
+        text.contains("invalid_arguments") && text.contains("entities: expected array, got string"),
+        "{text}"
+    );
+    assert!(text.contains("memory.createEntities(input: {"), "the signature is in the hint: {text}");
+    assert!(hub.run(&["runs"]).stdout.lines().all(|l| !l.contains("awaiting")), "nothing waits for a person");
+    let file = std::fs::read_to_string(hub.memory_file()).unwrap_or_default();
+    assert!(file.is_empty(), "the memory file is untouched: {file}");
+    let read = hub.run(&[
+        "--json",
+        "exec",
+        r#"try { await memory.openNodes({ names: 7 }) } catch (e) { return e.code }"#,
+    ]);
+    let envelope: Value = serde_json::from_str(&read.stdout).unwrap();
+    assert_eq!(envelope["result"], "invalid_arguments", "{envelope}");
+}
+
 #[test]
 fn a_denied_call_fails_inside_the_code() {
     let hub = Hub::new();

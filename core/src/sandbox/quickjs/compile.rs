@@ -89,12 +89,13 @@ fn syntax_error(_ctx: &Ctx<'_>, caught: CaughtError<'_>) -> CompileError {
                 .flatten()
                 .unwrap_or_else(|| "SyntaxError".to_owned());
             let stack = e.stack().filter(|s| !s.is_empty());
-            CompileError::Syntax(GuestError { name, message, code: None, stack })
+            CompileError::Syntax(GuestError { name, message, code: None, hint: None, stack })
         }
         CaughtError::Value(v) => CompileError::Syntax(GuestError {
             name: "SyntaxError".into(),
             message: format!("{v:?}"),
             code: None,
+            hint: None,
             stack: None,
         }),
         CaughtError::Error(e) => CompileError::Internal(format!("cannot compile: {e}")),
