@@ -88,6 +88,7 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
         checks.push(ok("store", "records", format!("{} source record(s) readable", config.sources.len())));
     }
     checks.extend(source_checks(&config, &store, Duration::from_secs(args.timeout.max(1)))?);
+    checks.extend(schema_checks(&config));
     let token = store.root().join("http-token");
     if let Ok(meta) = std::fs::metadata(&token) {
         let mode = meta.permissions().mode() & 0o777;
@@ -105,6 +106,28 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
     checks.push(keychain_check(&store));
     checks.extend(harness_checks());
     finish(settings, &checks)
+}
+
+/// Tools whose input schema the hub cannot check calls against: they still run, unchecked, so
+/// this is said, not failed.
+fn schema_checks(config: &HubConfig) -> Vec<Check> {
+    let catalog = config.catalog();
+    let unchecked: Vec<String> = catalog
+        .tools()
+        .filter_map(|(address, _)| catalog.schema_problem(&address).map(|why| format!("{address}: {why}")))
+        .collect();
+    if unchecked.is_empty() {
+        return vec![ok("sources", "schemas", "every tool's input schema can be checked before a call")];
+    }
+    vec![ok(
+        "sources",
+        "schemas",
+        format!(
+            "{} tool(s) run with their arguments unchecked, because their input schema cannot be compiled: {}",
+            unchecked.len(),
+            unchecked.join("; ")
+        ),
+    )]
 }
 
 /// Where credentials go: the OS keychain, or the fallback file (which works, with a warning).
