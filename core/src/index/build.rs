@@ -7,6 +7,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
+use super::bits::TermBits;
 use super::intern::{FxBuild, PackedMap};
 use super::text::{self, Word};
 use super::vocabulary;
@@ -295,6 +296,7 @@ impl Builder {
             namespaces.len(),
             &ranking,
         );
+        let bits = TermBits::build(n, &offsets, &docs, &weights);
         let address_rank = address_ranks(&self.addresses, &namespaces);
         let namespace_terms: Vec<Box<[Box<str>]>> = namespaces
             .iter()
@@ -337,6 +339,7 @@ impl Builder {
             source_offsets,
             sources,
             source_weights,
+            bits,
         }
     }
 }

@@ -16,9 +16,19 @@
 //! Everything that does not depend on the query is computed at build time: each posting holds
 //! its term's finished contribution to a tool's score, so a query is a few additions per
 //! matching tool. Order is deterministic: score descending, ties by address ascending.
+//!
+//! Over many tools most of a query's matches cannot reach the top, and `rank.rs` leaves them
+//! unscored: terms many tools have are also kept as bitsets (`bits.rs`), which find and count
+//! the matches, and a bound on what each can still score skips the rest. It scores the tools
+//! it keeps exactly as the plain way does, so the answers are the same to the last bit
+//! (`tests.rs` holds the two ways equal over the query sets).
 
+mod bits;
 mod build;
 mod intern;
+mod rank;
+#[cfg(test)]
+mod tests;
 mod text;
 mod vocabulary;
 
@@ -202,6 +212,8 @@ pub struct Index {
     source_offsets: Vec<u32>,
     sources: Vec<u32>,
     source_weights: Vec<f32>,
+    /// Terms many tools have as bitsets, and every term's largest weight.
+    bits: bits::TermBits,
 }
 
 impl Index {
@@ -236,7 +248,7 @@ impl Index {
     /// namespace's tools in listing order when a namespace is given, and matches nothing
     /// otherwise. An unknown namespace matches nothing.
     pub fn search(&self, query: &str, namespace: Option<&Namespace>, limit: usize) -> SearchOutcome {
-        self.search_where(query, namespace, limit, |_| true)
+        self.search_with(query, namespace, limit, None::<fn(&ToolAddress) -> bool>)
     }
 
     /// Like [`Index::search`], but only tools for which `keep` holds are ranked and counted;
@@ -249,6 +261,18 @@ impl Index {
         limit: usize,
         keep: impl Fn(&ToolAddress) -> bool,
     ) -> SearchOutcome {
+        self.search_with(query, namespace, limit, Some(keep))
+    }
+
+    /// [`Index::search_where`], or with `None` every tool kept (then the matches are counted
+    /// without a call per tool).
+    fn search_with<K: Fn(&ToolAddress) -> bool>(
+        &self,
+        query: &str,
+        namespace: Option<&Namespace>,
+        limit: usize,
+        keep: Option<K>,
+    ) -> SearchOutcome {
         let range = match namespace {
             Some(ns) => match self.namespace_range(ns) {
                 Some(range) => range,
@@ -259,143 +283,18 @@ impl Index {
         let plan = self.plan(query);
         if plan.words == 0 {
             return match namespace {
-                Some(_) => self.list(range, limit, keep),
+                Some(_) => self.list(range, limit, |a| keep.as_ref().is_none_or(|keep| keep(a))),
                 None => SearchOutcome::default(),
             };
         }
-
-        // Per document what it has scored and matched so far. A concept's terms meet in
-        // `best`, which counts once the document is reached by another concept: the best of a
-        // word's stand-ins counts, not their sum (a phrase's terms do add up).
-        let n = self.addresses.len();
-        let mut scores: Vec<Tally> = vec![[0; 3]; n];
-        let mut touched: Vec<u32> = Vec::new();
-        let mut source_scores: Vec<(f32, u16)> = Vec::new();
-        for (id, concept) in (1u16..).zip(&plan.concepts) {
-            if let [(term, factor)] = concept.terms[..] {
-                // One term: straight into the score.
-                let (docs, weights) = self.postings(term);
-                for (&doc, &weight) in docs.iter().zip(weights) {
-                    let mut tally = Tallied(&mut scores[doc as usize]);
-                    let mut current = tally.concept();
-                    if current == 0 {
-                        touched.push(doc);
-                        current = NO_CONCEPT;
-                    }
-                    tally.set_score(tally.score() + weight * factor);
-                    tally.set(tally.matched() | concept.words, current);
-                }
-            } else {
-                for &(term, factor) in &concept.terms {
-                    let (docs, weights) = self.postings(term);
-                    for (&doc, &weight) in docs.iter().zip(weights) {
-                        let mut tally = Tallied(&mut scores[doc as usize]);
-                        let value = weight * factor;
-                        let current = tally.concept();
-                        if current != id {
-                            if current == 0 {
-                                touched.push(doc);
-                            }
-                            tally.set_score(tally.score() + tally.best());
-                            tally.set_best(value);
-                            tally.set(tally.matched() | concept.words, id);
-                        } else if concept.sum {
-                            tally.set_best(tally.best() + value);
-                        } else {
-                            tally.set_best(tally.best().max(value));
-                        }
-                    }
-                }
-            }
-            // Source descriptions: few sources have one, so no staging; the best term of the
-            // concept counts, as for tools.
-            let mut shared: Vec<(u32, f32)> = Vec::new();
-            for &(term, factor) in &concept.terms {
-                let (sources, weights) = self.source_postings(term);
-                for (&source, &weight) in sources.iter().zip(weights) {
-                    match shared.iter_mut().find(|(s, _)| *s == source) {
-                        Some((_, w)) => *w = concept.combine(*w, weight * factor),
-                        None => shared.push((source, weight * factor)),
-                    }
-                }
-            }
-            for (source, weight) in shared {
-                if source_scores.is_empty() {
-                    source_scores = vec![(0f32, 0u16); self.namespaces.len()];
-                }
-                let (score, matched) = &mut source_scores[source as usize];
-                *score += weight;
-                *matched |= concept.words;
-            }
+        // A plan whose terms reach few tools costs less in full than its bitsets would.
+        let postings: usize =
+            plan.concepts.iter().flat_map(|c| &c.terms).map(|&(t, _)| self.postings(t).0.len()).sum();
+        if postings * 16 < self.addresses.len() {
+            return self.rank_every(&plan, range, limit, keep.as_ref());
         }
-        // `1 - c + c * share`, for the share of the query's words a tool matches. Plain
-        // arithmetic, so both targets compute the same bits.
-        let c = self.ranking.coordination;
-        let coordination: Vec<f32> =
-            (0..=plan.words).map(|k| 1.0 - c + c * (k as f32 / plan.words as f32)).collect();
-        let named = self.named(&plan.stems);
-        // Only read what a query needs: a tool's source for source descriptions and named
-        // namespaces, its action for the leans of plural nouns and numbers.
-        let by_source = !source_scores.is_empty() || !named.is_empty();
-        let by_action = plan.plural || plan.specific;
-        let mut hidden = 0;
-        let mut total_matches = 0;
-        // The best `limit` so far, best first: (score, address rank, document, words matched).
-        let mut top: Vec<(f32, u32, u32, u32)> = Vec::with_capacity(limit + 1);
-        let better = |a: &(f32, u32, u32, u32), b: &(f32, u32, u32, u32)| {
-            a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)) == std::cmp::Ordering::Greater
-        };
-        for doc in touched {
-            if !range.contains(&doc) {
-                continue;
-            }
-            if !keep(&self.addresses[doc as usize]) {
-                hidden += 1;
-                continue;
-            }
-            total_matches += 1;
-            let tally = Tallied(&mut scores[doc as usize]);
-            let mut score = tally.score() + tally.best();
-            let mut matched = tally.matched();
-            let mut factor = 1.0;
-            if by_source {
-                let source = self.doc_source[doc as usize];
-                if let Some(&(shared, words)) = source_scores.get(source as usize) {
-                    score += shared;
-                    matched |= words;
-                }
-                if named.contains(&source) {
-                    factor *= self.ranking.named;
-                }
-            }
-            if by_action {
-                let action = self.actions[doc as usize];
-                if plan.plural && self.listing_terms.contains(&action) {
-                    factor *= 1.0 + self.ranking.plural;
-                } else if plan.specific && self.get_term == Some(action) {
-                    factor *= 1.0 + self.ranking.specific;
-                }
-            }
-            let matched = matched.count_ones();
-            let hit = (
-                score * coordination[matched as usize] * factor,
-                self.address_rank[doc as usize],
-                doc,
-                matched,
-            );
-            if top.len() == limit && top.last().is_none_or(|last| !better(&hit, last)) {
-                continue;
-            }
-            let at = top.partition_point(|t| better(t, &hit));
-            top.insert(at, hit);
-            top.truncate(limit);
-        }
-        let weak = top.first().is_some_and(|&(_, _, _, matched)| 2 * (matched as usize) < plan.words);
-        let hits = top
-            .into_iter()
-            .map(|(score, _, doc, _)| Hit { address: self.addresses[doc as usize].clone(), score })
-            .collect();
-        SearchOutcome { hits, total_matches, hidden, listing: false, weak }
+        self.rank_pruned(&plan, range.clone(), limit, keep.as_ref())
+            .unwrap_or_else(|| self.rank_every(&plan, range, limit, keep.as_ref()))
     }
 
     /// How `query` is searched, for tuning: each concept's words (as bits) and terms, with
@@ -422,6 +321,35 @@ impl Index {
             ));
         }
         out
+    }
+
+    /// Each source's score from its description and the query words it matches, by position
+    /// in `namespaces`; empty when no source's description matches. The best term of a
+    /// concept counts, as for tools.
+    fn source_scores(&self, plan: &Plan) -> Vec<(f32, u16)> {
+        let mut source_scores: Vec<(f32, u16)> = Vec::new();
+        for concept in &plan.concepts {
+            // Few sources have a description, so no staging.
+            let mut shared: Vec<(u32, f32)> = Vec::new();
+            for &(term, factor) in &concept.terms {
+                let (sources, weights) = self.source_postings(term);
+                for (&source, &weight) in sources.iter().zip(weights) {
+                    match shared.iter_mut().find(|(s, _)| *s == source) {
+                        Some((_, w)) => *w = concept.combine(*w, weight * factor),
+                        None => shared.push((source, weight * factor)),
+                    }
+                }
+            }
+            for (source, weight) in shared {
+                if source_scores.is_empty() {
+                    source_scores = vec![(0f32, 0u16); self.namespaces.len()];
+                }
+                let (score, matched) = &mut source_scores[source as usize];
+                *score += weight;
+                *matched |= concept.words;
+            }
+        }
+        source_scores
     }
 
     /// The namespaces the query's words name: all of a namespace's words are among them.
@@ -607,41 +535,6 @@ impl Index {
         // Concepts are counted in 16 bits while scoring; a query has far fewer.
         plan.concepts.truncate(MAX_CONCEPTS);
         plan
-    }
-}
-
-/// What one document has scored so far in a search, kept as three words so a zeroed buffer
-/// is a fresh one (the allocator hands those out without a loop): the score of every concept
-/// before the current one, the current concept's best term (or sum, for a phrase), and the
-/// query words matched (low 16 bits) with the current concept (high 16 bits; counted from 1,
-/// 0 before the first, [`NO_CONCEPT`] after single terms only), each as bits.
-type Tally = [u32; 3];
-
-const NO_CONCEPT: u16 = u16::MAX;
-
-struct Tallied<'a>(&'a mut Tally);
-
-impl Tallied<'_> {
-    fn score(&self) -> f32 {
-        f32::from_bits(self.0[0])
-    }
-    fn best(&self) -> f32 {
-        f32::from_bits(self.0[1])
-    }
-    fn matched(&self) -> u16 {
-        self.0[2] as u16
-    }
-    fn concept(&self) -> u16 {
-        (self.0[2] >> 16) as u16
-    }
-    fn set_score(&mut self, score: f32) {
-        self.0[0] = score.to_bits();
-    }
-    fn set_best(&mut self, best: f32) {
-        self.0[1] = best.to_bits();
-    }
-    fn set(&mut self, matched: u16, concept: u16) {
-        self.0[2] = u32::from(matched) | u32::from(concept) << 16;
     }
 }
 
