@@ -494,6 +494,7 @@ fn doctor_reports_a_healthy_hub_then_a_source_that_does_not_start() {
           ok   records: 1 source record(s) readable
         sources
           ok   memory: started; lists 9 tool(s), 9 in the manifest
+          ok   schemas: every tool's input schema can be checked before a call
         secrets
           ok   keychain: $HUB/secrets.json (CAPABILITIES_KEYCHAIN=file)
         all good
