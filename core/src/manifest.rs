@@ -229,6 +229,27 @@ pub fn first_sentence(text: &str) -> String {
     format!("{}…", cut.trim_end())
 }
 
+/// The longest source description kept; `search` indexes it for every tool of the source.
+pub const MAX_SOURCE_DESCRIPTION_CHARS: usize = 400;
+
+/// A source's `initialize` instructions as its manifest's description: whitespace collapsed,
+/// control characters dropped, cut at a word near [`MAX_SOURCE_DESCRIPTION_CHARS`]; `None` when
+/// nothing is left. Every hub builds it this way, so their manifests (and searches) agree.
+pub fn source_description(text: &str) -> Option<String> {
+    let mut out = String::new();
+    for word in text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()) {
+        if out.chars().count() + word.chars().count() + 1 > MAX_SOURCE_DESCRIPTION_CHARS {
+            out.push('…');
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// Something wrong with one entry of a tool list. The entry is skipped; the rest load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestProblem {
@@ -549,6 +570,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_source_description_is_one_capped_line() {
+        assert_eq!(
+            source_description("  Tools for\n\tthe tracker.\u{7}  ").as_deref(),
+            Some("Tools for the tracker.")
+        );
+        assert_eq!(source_description(" \n "), None);
+        let long = source_description(&"word ".repeat(200)).unwrap();
+        assert!(long.chars().count() <= MAX_SOURCE_DESCRIPTION_CHARS + 1 && long.ends_with('…'), "{long}");
+    }
 
     fn ns() -> Namespace {
         Namespace::new("github").unwrap()

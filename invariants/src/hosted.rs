@@ -235,9 +235,9 @@ impl Hosted {
     }
 }
 
-/// The tools an MCP server at `url` lists, read as a person's tooling would: initialize, then
-/// `tools/list` on the session it opened (JSON or SSE answers).
-pub fn list_tools(url: &str) -> Vec<Value> {
+/// The tools an MCP server at `url` lists and its `initialize` instructions, read as a person's
+/// tooling would: initialize, then `tools/list` on the session it opened (JSON or SSE answers).
+pub fn list_tools(url: &str) -> (Vec<Value>, Option<String>) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     runtime.block_on(async {
@@ -258,7 +258,11 @@ pub fn list_tools(url: &str) -> Vec<Value> {
         let response = post(init, None).await.unwrap_or_else(|e| panic!("{url}: {e}"));
         let session =
             response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let _ = response.text().await;
+        let initialized = response.text().await.unwrap_or_default();
+        let instructions = crate::http::messages(&initialized)
+            .into_iter()
+            .find(|m| m["id"] == json!(1))
+            .and_then(|m| m["result"]["instructions"].as_str().map(str::to_owned));
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let _ = post(note, session.clone()).await.map(drop);
         let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
@@ -267,7 +271,7 @@ pub fn list_tools(url: &str) -> Vec<Value> {
             .into_iter()
             .find(|m| m["id"] == json!(2))
             .unwrap_or_else(|| panic!("{url}: no tools/list answer in {body}"));
-        answer["result"]["tools"].as_array().cloned().unwrap_or_default()
+        (answer["result"]["tools"].as_array().cloned().unwrap_or_default(), instructions)
     })
 }
 
@@ -342,7 +346,11 @@ impl Target for Hosted {
             panic!("hosted upstreams are HTTP(S) only: add `{}` by URL", source.namespace);
         };
         let namespace = Namespace::new(&source.namespace).unwrap();
-        let (manifest, problems) = Manifest::from_tools_list(namespace, &list_tools(url));
+        // The manifest as a local hub's push carries it: its tools and the source's description.
+        let (tools, instructions) = list_tools(url);
+        let (mut manifest, problems) = Manifest::from_tools_list(namespace, &tools);
+        manifest.description =
+            instructions.as_deref().and_then(capabilities_core::manifest::source_description);
         assert!(problems.is_empty(), "{}: {problems:?}", source.namespace);
         // Reviewed as proposed: reads allowed and the rest asking need no rule.
         for tool in &manifest.tools {
@@ -375,7 +383,9 @@ impl Target for Hosted {
         let url = self.source_url(namespace);
         let before: Manifest =
             serde_json::from_value(self.source_mut(namespace)["manifest"].clone()).unwrap();
-        let (after, _) = Manifest::from_tools_list(Namespace::new(namespace).unwrap(), &list_tools(&url));
+        let (tools, instructions) = list_tools(&url);
+        let (mut after, _) = Manifest::from_tools_list(Namespace::new(namespace).unwrap(), &tools);
+        after.description = instructions.as_deref().and_then(capabilities_core::manifest::source_description);
         // As the local refresh does: note what changed, and with `accept` pin every contract.
         let diff = capabilities_core::manifest::diff(&before, &after);
         for changed in &diff.changed {

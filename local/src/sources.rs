@@ -33,7 +33,7 @@ pub fn named_source(store: &Store, name: &str) -> Result<(Namespace, SourceRecor
 
 /// Starts the source, lists its tools (every page) and stops it. A failure carries the tail of
 /// what the source wrote to stderr.
-pub fn read_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Vec<Value>> {
+pub fn read_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<ToolList> {
     match list_tools(spec, credentials)? {
         Listed::Tools(tools) => Ok(tools),
         Listed::AuthRequired { .. } => bail!(
@@ -48,7 +48,7 @@ pub fn read_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Vec<Va
 /// credentials (with its `WWW-Authenticate` challenge), which a sign-in may answer.
 #[derive(Debug)]
 pub enum Listed {
-    Tools(Vec<Value>),
+    Tools(ToolList),
     AuthRequired { status: u16, challenge: Option<String> },
 }
 
@@ -60,7 +60,11 @@ pub fn list_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Listed
         .context("starting the async runtime")?;
     let pool = SourcePool::new(PoolOptions::default());
     pool.register(spec.clone());
-    let listed = runtime.block_on(pool.list_tools(spec, credentials));
+    let listed = runtime.block_on(async {
+        let entries = pool.list_tools(spec, credentials).await?;
+        let description = pool.instructions(spec, credentials).await;
+        Ok::<_, SourceError>(ToolList { entries, description })
+    });
     let tail = pool.stderr_tail(&spec.namespace);
     pool.shutdown();
     match listed {
@@ -80,12 +84,22 @@ pub fn list_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Listed
     }
 }
 
+/// What a source listed: its raw tools, and what it says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ToolList {
+    pub entries: Vec<Value>,
+    /// The source's `initialize` instructions, as it sent them.
+    pub description: Option<String>,
+}
+
 /// The manifest of `namespace` built from a raw tool list; problems are printed as warnings.
-pub fn build_manifest(namespace: &Namespace, entries: &[Value]) -> Manifest {
-    let (manifest, problems) = Manifest::from_tools_list(namespace.clone(), entries);
+pub fn build_manifest(namespace: &Namespace, listed: &ToolList) -> Manifest {
+    let (mut manifest, problems) = Manifest::from_tools_list(namespace.clone(), &listed.entries);
     for problem in problems {
         eprintln!("warning: {namespace}: {problem}");
     }
+    manifest.description =
+        listed.description.as_deref().and_then(capabilities_core::manifest::source_description);
     manifest
 }
 
@@ -262,6 +276,7 @@ fn indent(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use expect_test::expect;
 
     #[test]

@@ -242,7 +242,7 @@ pub fn register_connected(
     Ok(manifest)
 }
 
-fn register_tools(store: &Store, spec: &SourceSpec, entries: &[serde_json::Value]) -> Result<Manifest> {
+fn register_tools(store: &Store, spec: &SourceSpec, entries: &sources::ToolList) -> Result<Manifest> {
     let ns = spec.namespace.as_str();
     let namespace =
         Namespace::new(ns).map_err(|e| UsageError(format!("`{ns}` is not a valid namespace ({e})")))?;

@@ -143,7 +143,7 @@ fn sign_in(
         if scopes.is_empty() { String::new() } else { format!(" with scopes {scopes}") }
     ))?;
     let before: Option<Manifest> = read_json(store, &config::manifest_path(ns))?;
-    if before.as_ref().is_none_or(|m| m.tools.is_empty()) && !connected.tools.is_empty() {
+    if before.as_ref().is_none_or(|m| m.tools.is_empty()) && !connected.tools.entries.is_empty() {
         let namespace = capabilities_core::address::Namespace::new(ns).map_err(|e| anyhow::anyhow!("{e}"))?;
         let manifest = sources::build_manifest(&namespace, &connected.tools);
         write_json(store, &config::manifest_path(ns), &manifest)?;

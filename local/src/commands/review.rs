@@ -247,7 +247,8 @@ mod tests {
     fn adjusting_a_proposal_leaves_only_the_rules_that_differ_from_the_default() {
         let entries: Vec<Value> =
             serde_json::from_str(include_str!("../../../core/tests/data/tools/memory.json")).unwrap();
-        let manifest = sources::build_manifest(&Namespace::new("memory").unwrap(), &entries);
+        let listed = sources::ToolList { entries, description: None };
+        let manifest = sources::build_manifest(&Namespace::new("memory").unwrap(), &listed);
         let items = needs_review(&manifest, &PolicyState::default(), None);
         let chosen: Vec<Effect> = items
             .iter()

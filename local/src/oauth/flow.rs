@@ -6,7 +6,6 @@
 use anyhow::{Context, Result, anyhow, bail};
 use capabilities_core::oauth::TokenSet;
 use capabilities_core::ports::Credentials;
-use serde_json::Value;
 
 use super::tokens::{self, SLOT};
 use super::{SignInOptions, SignedIn, sign_in};
@@ -23,7 +22,7 @@ pub const MAX_SIGN_INS: usize = 3;
 #[derive(Debug)]
 pub struct Connected {
     pub signed_in: SignedIn,
-    pub tools: Vec<Value>,
+    pub tools: crate::sources::ToolList,
 }
 
 /// The credentials an access token makes.

@@ -45,6 +45,11 @@ impl Connection {
         describe_end_of(self.process.as_ref())
     }
 
+    /// What the source says about itself at `initialize` (its `instructions`), if anything.
+    pub(super) fn instructions(&self) -> Option<String> {
+        self.service.peer_info().and_then(|info| info.instructions.clone())
+    }
+
     pub(super) fn kill(&self) {
         if let Some(process) = &self.process {
             process.kill();

@@ -209,6 +209,11 @@ impl SourcePool {
         })
     }
 
+    /// The source's `initialize` instructions, from the connection `list_tools` left open.
+    pub async fn instructions(&self, spec: &SourceSpec, credentials: &Credentials) -> Option<String> {
+        self.connection(spec, credentials).await.ok()?.instructions()
+    }
+
     /// Calls `tool` on a registered source; the raw `CallToolResult` (a result with `isError`
     /// is a result, not an error).
     pub async fn call_tool(

@@ -302,3 +302,39 @@ fn refresh_review_and_remove() {
     assert_eq!(gone.code, 1);
     assert!(gone.stderr.contains("hub list"), "{}", gone.stderr);
 }
+
+/// A source's own `initialize` instructions become its manifest's description: `search` indexes
+/// it, and a query that matches no tool lists the source by it. The reference everything server
+/// sends instructions; the memory server sends none.
+#[test]
+fn a_sources_instructions_describe_it_in_search() {
+    let hub = Hub::new();
+    let everything = memory_server()
+        .ancestors()
+        .find(|p| p.ends_with("@modelcontextprotocol"))
+        .expect("the scoped packages' folder")
+        .join("server-everything/dist/index.js");
+    let added = hub.run(&[
+        "add",
+        "--yes",
+        "--namespace",
+        "everything",
+        "--",
+        "node",
+        everything.to_str().unwrap(),
+        "stdio",
+    ]);
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(hub.home().join("manifests/everything.json")).unwrap())
+            .unwrap();
+    let description = manifest["description"].as_str().expect("the instructions are kept");
+    assert!(description.contains("Everything Server") && !description.contains('\n'), "{description}");
+    assert!(description.chars().count() <= 401, "{description}");
+    let weak = hub.run(&["exec", r#"return await hub.search("zzqqxx")"#]);
+    assert!(
+        weak.stdout.contains("everything  ") && weak.stdout.contains("Everything Server"),
+        "{}",
+        weak.stdout
+    );
+}
