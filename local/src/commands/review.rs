@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use capabilities_core::manifest::{Manifest, ManifestDiff};
 use capabilities_core::policy::{Effect, Policy, PolicyState, Proposal, RuleTarget, ToolClass, propose};
+use capabilities_core::validate::Checker;
 use clap::Args;
 
 use crate::config::{HubConfig, POLICY, load_policy, save_policy};
@@ -46,6 +47,9 @@ pub struct ReviewItem {
     pub summary: String,
     /// What changed, for a tool accepted before (from a refresh's diff when there is one).
     pub changes: Option<Vec<String>>,
+    /// Why the hub cannot check calls against its input schema, when it cannot (they run
+    /// unchecked).
+    pub unchecked: Option<String>,
 }
 
 /// The tools of `manifest` whose current contract nobody accepted yet.
@@ -71,7 +75,8 @@ pub fn needs_review(
                     _ => vec![format!("contract {} → {}", before.short(), proposal.digest.short())],
                 }
             });
-            Some(ReviewItem { summary: tool.record.first_sentence(), proposal, changes })
+            let unchecked = Checker::default().problem(&tool.record.input_schema);
+            Some(ReviewItem { summary: tool.record.first_sentence(), proposal, changes, unchecked })
         })
         .collect()
 }
@@ -97,6 +102,9 @@ pub fn render_review(items: &[ReviewItem]) -> String {
                 writeln!(out, " {flag} {} [{status}]  {}", item.proposal.address, clip(&item.summary, 80));
             for change in item.changes.iter().flatten() {
                 let _ = writeln!(out, "      {change}");
+            }
+            if let Some(why) = &item.unchecked {
+                let _ = writeln!(out, "      arguments go unchecked: {}", clip(why, 160));
             }
         }
     }
@@ -242,6 +250,27 @@ mod tests {
     use capabilities_core::address::Namespace;
     use expect_test::expect;
     use serde_json::Value;
+
+    /// A tool whose input schema cannot be compiled is named in review: its calls will run
+    /// unchecked.
+    #[test]
+    fn review_names_a_schema_that_cannot_be_checked() {
+        let entries = vec![
+            serde_json::json!({ "name": "fine", "description": "Reads.", "inputSchema": { "type": "object" },
+                                "annotations": { "readOnlyHint": true } }),
+            serde_json::json!({ "name": "remote", "description": "Reads more.",
+                                "inputSchema": { "type": "object", "properties": { "x": { "$ref": "https://example.com/x.json" } } },
+                                "annotations": { "readOnlyHint": true } }),
+        ];
+        let listed = sources::ToolList { entries, description: None };
+        let manifest = sources::build_manifest(&Namespace::new("docs").unwrap(), &listed);
+        let text = render_review(&needs_review(&manifest, &PolicyState::default(), None));
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.contains("docs.remote")).unwrap();
+        assert!(lines[at + 1].contains("arguments go unchecked"), "{text}");
+        assert!(!text.lines().any(|l| l.contains("docs.fine") && l.contains("unchecked")), "{text}");
+        assert_eq!(text.matches("arguments go unchecked").count(), 1, "{text}");
+    }
 
     #[test]
     fn adjusting_a_proposal_leaves_only_the_rules_that_differ_from_the_default() {
