@@ -71,7 +71,7 @@ pub fn write_login(store: &Store, login: &Login) -> Result<()> {
 }
 
 /// Stores a sign-in's tokens (replacing any).
-pub fn write_tokens(secrets: &SecretStore, tokens: &TokenSet) -> Result<()> {
+fn write_tokens(secrets: &SecretStore, tokens: &TokenSet) -> Result<()> {
     secrets.set(&key(), &tokens.to_json()).map_err(|e| anyhow!("storing the hosted hub's tokens: {e}"))
 }
 
@@ -118,6 +118,16 @@ impl Hosted {
             bail!("not signed in to a hosted hub: run `capabilities hub login` first");
         };
         Ok(Hosted { login, store: store.clone(), secrets: SecretStore::open(store)?, http: http_client()? })
+    }
+
+    /// Stores a new sign-in's tokens (replacing any).
+    pub fn keep_tokens(&self, tokens: &TokenSet) -> Result<()> {
+        write_tokens(&self.secrets, tokens)
+    }
+
+    /// Where the tokens are kept, in words.
+    pub fn kept_in(&self) -> String {
+        self.secrets.describe()
     }
 
     /// A usable access token: the stored one, or a refreshed one (stored before use).

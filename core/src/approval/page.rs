@@ -115,7 +115,7 @@ pub fn choices(fields: &[(&str, &str)], action: Option<&str>) -> String {
 }
 
 /// What the page says after its own decision.
-pub fn decided(call: &PendingCall, choice: Choice) -> String {
+pub fn decided(call: &PendingCall, choice: Choice, back: Option<&str>) -> String {
     let (title, next) = match choice {
         Choice::Once => ("Allowed once", "The run continues when the agent resumes it."),
         Choice::Run => ("Allowed for this run", "The run continues when the agent resumes it."),
@@ -130,14 +130,15 @@ pub fn decided(call: &PendingCall, choice: Choice) -> String {
         r#"<h1>{title}</h1>
 <p class="lead"><code>{address}</code></p>
 <p>{next}</p>
-<p class="note">You can close this tab.</p>"#,
+{note}"#,
+        note = note(back),
         address = escape(&call.address),
     );
     layout(title, &body)
 }
 
 /// A page whose call was decided before, here or elsewhere.
-pub fn already(call: &PendingCall, choice: Option<Choice>) -> String {
+pub fn already(call: &PendingCall, choice: Option<Choice>, back: Option<&str>) -> String {
     let how = match choice {
         Some(Choice::Once) => " (allowed once)",
         Some(Choice::Run) => " (allowed for this run)",
@@ -149,10 +150,19 @@ pub fn already(call: &PendingCall, choice: Option<Choice>) -> String {
         r#"<h1>Already decided</h1>
 <p class="lead"><code>{address}</code></p>
 <p>This call was already decided{how}. Nothing changed.</p>
-<p class="note">You can close this tab.</p>"#,
+{note}"#,
+        note = note(back),
         address = escape(&call.address),
     );
     layout("Already decided", &body)
+}
+
+/// The page's last line: a link back to the inbox, or that the tab can close (a page of its own).
+fn note(back: Option<&str>) -> String {
+    match back {
+        Some(url) => format!("<p class=\"note\"><a href=\"{}\">Back to the inbox</a></p>", escape(url)),
+        None => "<p class=\"note\">You can close this tab.</p>".to_owned(),
+    }
 }
 
 /// A short page with a title and one sentence.

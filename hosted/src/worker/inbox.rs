@@ -146,7 +146,7 @@ impl Hub {
         let Some(call) = rounds::undecided(&run, now).into_iter().find(|p| p.id == call_id) else {
             let before = run.decisions.iter().find(|d| d.pending_id == call_id).map(|d| d.choice);
             return match run.pending.iter().find(|p| p.id == call_id) {
-                Some(call) => html(409, back(page::already(call, before))),
+                Some(call) => html(409, page::already(call, before, Some("/inbox"))),
                 None => html(404, page::notice("Not found", "The run does not wait for that call.")),
             };
         };
@@ -156,19 +156,11 @@ impl Hub {
                 if recorded.policy_changed {
                     self.forget_loaded();
                 }
-                html(200, back(page::decided(&call, choice)))
+                html(200, page::decided(&call, choice, Some("/inbox")))
             }
             Err(refused) => html(refused.status, page::notice("Not recorded", &refused.message)),
         }
     }
-}
-
-/// A page with a way back to the inbox in place of "close this tab".
-fn back(text: String) -> String {
-    text.replace(
-        "<p class=\"note\">You can close this tab.</p>",
-        "<p class=\"note\"><a href=\"/inbox\">Back to the inbox</a></p>",
-    )
 }
 
 /// The CSRF token the entry handed over with a page request.

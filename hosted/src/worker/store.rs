@@ -13,7 +13,7 @@ use serde::Deserialize;
 use worker::{SqlStorageValue, Storage};
 
 use crate::push::{Current, Push};
-use crate::records::{Load, Source};
+use crate::records::{Load, SecretValues, Source};
 use crate::seal::SealKey;
 
 const SCHEMA: [&str; 8] = [
@@ -156,29 +156,12 @@ impl SqlStore {
         for table in ["sources", "policy", "secrets", "settings"] {
             self.exec("load", &format!("DELETE FROM {table}"), vec![])?;
         }
-        for source in &load.sources {
-            let record = serde_json::to_string(source).map_err(|e| io("load", e))?;
-            self.exec(
-                "load",
-                "INSERT INTO sources (namespace, record) VALUES (?, ?)",
-                vec![text(&source.namespace), text(&record)],
-            )?;
-        }
+        self.put_sources_now(&load.sources)?;
         let policy = serde_json::to_string(&load.policy).map_err(|e| io("load", e))?;
         self.exec("load", "INSERT INTO policy (id, record) VALUES (1, ?)", vec![text(&policy)])?;
         let settings = serde_json::json!({ "upstreamTimeoutMs": load.upstream_timeout_ms }).to_string();
         self.exec("load", "INSERT INTO settings (id, record) VALUES (1, ?)", vec![text(&settings)])?;
-        for secret in &load.secrets {
-            for (slot, value) in &secret.values {
-                let label = seal_label(tenant, &secret.namespace, &secret.connection, slot);
-                let sealed = key.seal(&label, nonce(), value.as_bytes());
-                self.exec(
-                    "load",
-                    "INSERT INTO secrets (namespace, connection, slot, sealed) VALUES (?, ?, ?, ?)",
-                    vec![text(&secret.namespace), text(&secret.connection), text(slot), text(&sealed)],
-                )?;
-            }
-        }
+        self.put_sealed_now(&load.secrets, key, tenant, nonce)?;
         Ok(())
     }
 
@@ -215,33 +198,52 @@ impl SqlStore {
             )?;
         }
         self.exec("push", "DELETE FROM sources", vec![])?;
-        for source in &push.sources {
-            let record = serde_json::to_string(source).map_err(|e| io("push", e))?;
-            self.exec(
-                "push",
-                "INSERT INTO sources (namespace, record) VALUES (?, ?)",
-                vec![text(&source.namespace), text(&record)],
-            )?;
-        }
+        self.put_sources_now(&push.sources)?;
         self.put_policy_now(&push.policy)?;
-        for secret in &push.secrets {
-            for (slot, value) in &secret.values {
-                let label = seal_label(tenant, &secret.namespace, &secret.connection, slot);
-                let sealed = key.seal(&label, nonce(), value.as_bytes());
-                self.exec(
-                    "push",
-                    "INSERT INTO secrets (namespace, connection, slot, sealed) VALUES (?, ?, ?, ?) \
-                     ON CONFLICT (namespace, connection, slot) DO UPDATE SET sealed = excluded.sealed",
-                    vec![text(&secret.namespace), text(&secret.connection), text(slot), text(&sealed)],
-                )?;
-            }
-        }
+        self.put_sealed_now(&push.secrets, key, tenant, nonce)?;
         self.exec("push", "INSERT INTO pushes (record) VALUES (?)", vec![text(&record.to_string())])?;
         self.exec(
             "push",
             "DELETE FROM pushes WHERE id NOT IN (SELECT id FROM pushes ORDER BY id DESC LIMIT 20)",
             vec![],
         )
+    }
+
+    /// Writes `sources` into the (emptied) sources table.
+    fn put_sources_now(&self, sources: &[Source]) -> Result<(), StoreError> {
+        for source in sources {
+            let record = serde_json::to_string(source).map_err(|e| io("sources", e))?;
+            self.exec(
+                "sources",
+                "INSERT INTO sources (namespace, record) VALUES (?, ?)",
+                vec![text(&source.namespace), text(&record)],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Seals each value of `secrets` to its tenant, namespace, connection and slot, replacing
+    /// any value the slot had.
+    fn put_sealed_now(
+        &self,
+        secrets: &[SecretValues],
+        key: &SealKey,
+        tenant: &str,
+        nonce: &mut dyn FnMut() -> [u8; 12],
+    ) -> Result<(), StoreError> {
+        for secret in secrets {
+            for (slot, value) in &secret.values {
+                let label = seal_label(tenant, &secret.namespace, &secret.connection, slot);
+                let sealed = key.seal(&label, nonce(), value.as_bytes());
+                self.exec(
+                    "secrets",
+                    "INSERT INTO secrets (namespace, connection, slot, sealed) VALUES (?, ?, ?, ?) \
+                     ON CONFLICT (namespace, connection, slot) DO UPDATE SET sealed = excluded.sealed",
+                    vec![text(&secret.namespace), text(&secret.connection), text(slot), text(&sealed)],
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// The last push's record, if the tenant was ever pushed to.

@@ -13,7 +13,6 @@ use super::print_stdout;
 use crate::error::Exit;
 use crate::hosted::{self, Hosted, Login, SCOPES};
 use crate::platform::now_ms;
-use crate::secrets::SecretStore;
 use crate::settings::Settings;
 use crate::store::Store;
 
@@ -36,8 +35,6 @@ pub fn run(settings: &Settings, args: LoginArgs) -> Result<ExitCode> {
     let signed_in = runtime
         .block_on(crate::oauth::sign_in(&format!("{hub}/mcp"), None, &options))
         .map_err(|why| anyhow!("signing in to {hub} failed: {why}"))?;
-    let secrets = SecretStore::open(&store)?;
-    hosted::write_tokens(&secrets, &signed_in.tokens)?;
     let mut login = Login {
         hub: hub.clone(),
         client: signed_in.client,
@@ -47,19 +44,21 @@ pub fn run(settings: &Settings, args: LoginArgs) -> Result<ExitCode> {
     };
     hosted::write_login(&store, &login)?;
     let link = Hosted::open(&store)?;
+    link.keep_tokens(&signed_in.tokens)?;
     let status = runtime.block_on(link.ok("/hub/status", None))?;
     login.account = status["name"].as_str().or(status["account"].as_str()).map(str::to_owned);
     login.tenant = status["tenant"].as_str().map(str::to_owned);
     hosted::write_login(&store, &login)?;
     if settings.json {
-        let out = json!({ "hub": hub, "account": login.account, "tenant": login.tenant, "keptIn": secrets.describe() });
+        let out =
+            json!({ "hub": hub, "account": login.account, "tenant": login.tenant, "keptIn": link.kept_in() });
         print_stdout(&format!("{out}\n"))?;
     } else {
         print_stdout(&format!(
             "signed in to {hub} as {} (tenant {}); the tokens are in {}\nnext: `capabilities hub push` sends this hub's sources there\n",
             login.account.as_deref().unwrap_or("?"),
             login.tenant.as_deref().unwrap_or("?"),
-            secrets.describe(),
+            link.kept_in(),
         ))?;
     }
     Ok(Exit::Ok.into())

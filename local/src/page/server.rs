@@ -172,7 +172,7 @@ async fn show(pages: &ApprovalPages, token: &str) -> Response<Full<Bytes>> {
     let Some(found) = find(pages, token) else { return unknown() };
     match standing(pages, &found).await {
         Standing::Open => page(StatusCode::OK, html::form(&found.call, &[("csrf", &found.csrf)], now_ms())),
-        Standing::Decided(choice) => page(StatusCode::OK, html::already(&found.call, choice)),
+        Standing::Decided(choice) => page(StatusCode::OK, html::already(&found.call, choice, None)),
         other => stale(&found, other),
     }
 }
@@ -220,7 +220,7 @@ async fn decide(pages: &ApprovalPages, token: &str, body: &[u8]) -> Response<Ful
     .map_err(|e| anyhow::anyhow!("{e}"))
     .and_then(|r| r);
     match recorded {
-        Ok(_) => page(StatusCode::OK, html::decided(&found.call, choice)),
+        Ok(_) => page(StatusCode::OK, html::decided(&found.call, choice, None)),
         Err(err) => {
             if let Some(page) = pages.inner.lock().pages.get_mut(token) {
                 page.decided = None;
@@ -235,7 +235,7 @@ async fn decide(pages: &ApprovalPages, token: &str, body: &[u8]) -> Response<Ful
 
 fn stale(found: &Page, standing: Standing) -> Response<Full<Bytes>> {
     match standing {
-        Standing::Decided(choice) => page(StatusCode::CONFLICT, html::already(&found.call, choice)),
+        Standing::Decided(choice) => page(StatusCode::CONFLICT, html::already(&found.call, choice, None)),
         Standing::Expired => page(
             StatusCode::GONE,
             html::notice(
