@@ -20,6 +20,7 @@ pub mod index;
 pub mod limits;
 pub mod manifest;
 pub mod oauth;
+pub mod openapi;
 pub mod pending;
 pub mod policy;
 pub mod ports;

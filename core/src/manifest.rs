@@ -59,6 +59,10 @@ pub struct ToolRecord {
     pub output_schema: Option<Value>,
     #[serde(default)]
     pub annotations: Annotations,
+    /// An HTTP API operation: how a call becomes a request. Part of the contract; `None` for
+    /// MCP tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::openapi::HttpOperation>,
 }
 
 /// The SHA-256 of a tool's canonical contract, printed as `sha256:<hex>`.
@@ -103,7 +107,7 @@ impl ToolRecord {
     /// The JSON a digest is taken over. Title is presentation and stays out; everything the
     /// model or policy reads is in.
     pub fn contract_json(&self) -> Value {
-        json!({
+        let mut contract = json!({
             "name": self.name,
             "description": self.description,
             "inputSchema": self.input_schema,
@@ -114,7 +118,12 @@ impl ToolRecord {
                 "idempotentHint": self.annotations.idempotent_hint,
                 "openWorldHint": self.annotations.open_world_hint,
             },
-        })
+        });
+        // Only operations carry the key, so MCP tools' digests stay what they were.
+        if let Some(http) = &self.http {
+            contract["http"] = serde_json::to_value(http).unwrap_or(Value::Null);
+        }
+        contract
     }
 
     pub fn digest(&self) -> ContractDigest {
@@ -179,7 +188,7 @@ impl ToolRecord {
                 return Err(problem(format!("`annotations` is {}, not an object", json_kind(other))));
             }
         };
-        Ok(ToolRecord { name, title, description, input_schema, output_schema, annotations })
+        Ok(ToolRecord { name, title, description, input_schema, output_schema, annotations, http: None })
     }
 }
 

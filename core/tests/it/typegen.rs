@@ -46,6 +46,7 @@ fn schema_catalog(tools: Vec<(Value, Option<Value>)>) -> Catalog {
             input_schema,
             output_schema,
             annotations: Default::default(),
+            http: None,
         })
         .collect();
     Catalog::new(vec![source(Manifest::from_records(Namespace::new("t").unwrap(), records))])

@@ -1,0 +1,1 @@
+//! A call's arguments → the HTTP request of its operation.

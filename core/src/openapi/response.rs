@@ -1,0 +1,1 @@
+//! An HTTP answer → what the guest sees.
