@@ -186,7 +186,9 @@ impl HttpAuth {
         match raw.split_once(':') {
             None if raw.eq_ignore_ascii_case("bearer") => Ok(HttpAuth::bearer()),
             None if raw.eq_ignore_ascii_case("basic") => Ok(HttpAuth::Basic),
-            Some(("header", name)) => Ok(HttpAuth::Header { name: named("header", name)?, prefix: String::new() }),
+            Some(("header", name)) => {
+                Ok(HttpAuth::Header { name: named("header", name)?, prefix: String::new() })
+            }
             Some(("query", name)) => Ok(HttpAuth::Query { name: named("query", name)? }),
             Some(("cookie", name)) => Ok(HttpAuth::Cookie { name: named("cookie", name)? }),
             _ => Err(format!(
@@ -198,7 +200,9 @@ impl HttpAuth {
     /// One line for people: "a bearer token", "header `X-Api-Key`", …
     pub fn describe(&self) -> String {
         match self {
-            HttpAuth::Header { name, prefix } if name.eq_ignore_ascii_case("authorization") && prefix == "Bearer " => {
+            HttpAuth::Header { name, prefix }
+                if name.eq_ignore_ascii_case("authorization") && prefix == "Bearer " =>
+            {
                 "a bearer token".to_owned()
             }
             HttpAuth::Header { name, .. } => format!("header `{name}`"),
