@@ -344,11 +344,27 @@ impl Manifest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "field", rename_all = "camelCase")]
 pub enum Change {
-    Description { before: String, after: String },
-    InputSchema { details: Vec<String> },
-    OutputSchema { details: Vec<String> },
-    Annotations { details: Vec<String> },
-    Name { before: String, after: String },
+    Description {
+        before: String,
+        after: String,
+    },
+    InputSchema {
+        details: Vec<String>,
+    },
+    OutputSchema {
+        details: Vec<String>,
+    },
+    Annotations {
+        details: Vec<String>,
+    },
+    Name {
+        before: String,
+        after: String,
+    },
+    /// An HTTP operation's request: method, path, where parameters go, the body, the credential.
+    Request {
+        details: Vec<String>,
+    },
 }
 
 impl fmt::Display for Change {
@@ -361,6 +377,7 @@ impl fmt::Display for Change {
             Change::OutputSchema { details } => write!(f, "output schema: {}", details.join("; ")),
             Change::Annotations { details } => write!(f, "annotations: {}", details.join("; ")),
             Change::Name { before, after } => write!(f, "upstream name changed from `{before}` to `{after}`"),
+            Change::Request { details } => write!(f, "request: {}", details.join("; ")),
         }
     }
 }
@@ -474,7 +491,65 @@ fn describe_changes(old: &ToolRecord, new: &ToolRecord) -> Vec<Change> {
     if !details.is_empty() {
         changes.push(Change::Annotations { details });
     }
+    if old.http != new.http {
+        changes.push(Change::Request { details: request_changes(old.http.as_ref(), new.http.as_ref()) });
+    }
     changes
+}
+
+/// What changed in how an operation is called, in a person's words.
+fn request_changes(
+    old: Option<&crate::openapi::HttpOperation>,
+    new: Option<&crate::openapi::HttpOperation>,
+) -> Vec<String> {
+    let (Some(old), Some(new)) = (old, new) else {
+        return vec![if new.is_some() {
+            "now an HTTP request".to_owned()
+        } else {
+            "no longer an HTTP request".to_owned()
+        }];
+    };
+    let mut details = Vec::new();
+    if (&old.method, &old.path) != (&new.method, &new.path) {
+        details.push(format!("{} {} → {} {}", old.method, old.path, new.method, new.path));
+    }
+    let where_ = |op: &crate::openapi::HttpOperation| -> BTreeMap<String, String> {
+        op.parameters
+            .iter()
+            .map(|p| (p.argument.clone(), format!("{:?} `{}`", p.location, p.name).to_lowercase()))
+            .collect()
+    };
+    let (a, b) = (where_(old), where_(new));
+    for (arg, place) in &b {
+        match a.get(arg) {
+            None => details.push(format!("parameter `{arg}` added ({place})")),
+            Some(before) if before != place => {
+                details.push(format!("parameter `{arg}` moved: {before} → {place}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for arg in a.keys().filter(|k| !b.contains_key(*k)) {
+        details.push(format!("parameter `{arg}` removed"));
+    }
+    if old.body != new.body {
+        details.push(match (&old.body, &new.body) {
+            (None, Some(body)) => format!("now sends a {} body", body.media_type),
+            (Some(_), None) => "no longer sends a body".to_owned(),
+            _ => "its body changed".to_owned(),
+        });
+    }
+    if old.authenticated != new.authenticated {
+        details.push(if new.authenticated {
+            "now sends the credential".to_owned()
+        } else {
+            "no longer sends the credential".to_owned()
+        });
+    }
+    if details.is_empty() {
+        details.push("parameter styles changed".to_owned());
+    }
+    details
 }
 
 fn show_hint(h: Option<bool>) -> &'static str {

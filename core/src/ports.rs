@@ -119,6 +119,8 @@ pub struct UpstreamRequest<'a> {
     pub namespace: &'a Namespace,
     /// The source's own name for the tool.
     pub tool: &'a str,
+    /// For an HTTP API's operation: how the call becomes a request (from the pinned contract).
+    pub http: Option<&'a crate::openapi::HttpOperation>,
     pub arguments: &'a Value,
     pub credentials: &'a Credentials,
     pub timeout_ms: u64,

@@ -385,6 +385,7 @@ mod tests {
                 oauth: None,
             }],
             default_connection: Some("default".into()),
+            api: None,
         }
     }
 

@@ -44,6 +44,10 @@ pub struct Source {
     pub connections: Vec<Connection>,
     #[serde(default)]
     pub default_connection: Option<String>,
+    /// An HTTP API described by OpenAPI: `url` is its base URL, and its tools are operations
+    /// called one request each; `None` for an MCP source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<capabilities_core::openapi::HttpApi>,
 }
 
 /// Credential values for one connection, as an admin load sends them (never stored in clear).
@@ -270,6 +274,7 @@ mod tests {
                 oauth: None,
             }],
             default_connection: None,
+            api: None,
         }
     }
 

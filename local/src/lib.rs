@@ -11,6 +11,7 @@ pub mod harness;
 pub mod host;
 pub mod hosted;
 pub mod oauth;
+pub mod openapi;
 pub mod page;
 pub mod platform;
 pub mod recorder;

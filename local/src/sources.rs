@@ -54,6 +54,9 @@ pub enum Listed {
 
 /// [`read_tools`], telling a refusal of the credentials apart from every other failure.
 pub fn list_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Listed> {
+    if let SourceTransport::OpenApi(api) = &spec.transport {
+        return Ok(Listed::Tools(crate::openapi::reread(&spec.namespace, api)?));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -63,7 +66,7 @@ pub fn list_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Listed
     let listed = runtime.block_on(async {
         let entries = pool.list_tools(spec, credentials).await?;
         let description = pool.instructions(spec, credentials).await;
-        Ok::<_, SourceError>(ToolList { entries, description })
+        Ok::<_, SourceError>(ToolList { entries, description, records: None })
     });
     let tail = pool.stderr_tail(&spec.namespace);
     pool.shutdown();
@@ -88,16 +91,25 @@ pub fn list_tools(spec: &SourceSpec, credentials: &Credentials) -> Result<Listed
 #[derive(Debug, Clone, Default)]
 pub struct ToolList {
     pub entries: Vec<Value>,
-    /// The source's `initialize` instructions, as it sent them.
+    /// The source's `initialize` instructions, as it sent them (an API: its document's
+    /// description).
     pub description: Option<String>,
+    /// An HTTP API's operations, read from its document (its `entries` are empty).
+    pub records: Option<Vec<capabilities_core::manifest::ToolRecord>>,
 }
 
 /// The manifest of `namespace` built from a raw tool list; problems are printed as warnings.
 pub fn build_manifest(namespace: &Namespace, listed: &ToolList) -> Manifest {
-    let (mut manifest, problems) = Manifest::from_tools_list(namespace.clone(), &listed.entries);
-    for problem in problems {
-        eprintln!("warning: {namespace}: {problem}");
-    }
+    let mut manifest = match &listed.records {
+        Some(records) => Manifest::from_records(namespace.clone(), records.clone()),
+        None => {
+            let (manifest, problems) = Manifest::from_tools_list(namespace.clone(), &listed.entries);
+            for problem in problems {
+                eprintln!("warning: {namespace}: {problem}");
+            }
+            manifest
+        }
+    };
     manifest.description =
         listed.description.as_deref().and_then(capabilities_core::manifest::source_description);
     manifest
@@ -190,6 +202,9 @@ fn slot_names(spec: &SourceSpec) -> Vec<String> {
     match &spec.transport {
         SourceTransport::Stdio { env_slots, .. } => env_slots.clone(),
         SourceTransport::Http { header_slots, .. } => header_slots.iter().map(|h| h.name.clone()).collect(),
+        SourceTransport::OpenApi(api) => {
+            api.auth.iter().map(|_| capabilities_core::openapi::HttpAuth::SLOT.to_owned()).collect()
+        }
     }
 }
 

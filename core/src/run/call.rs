@@ -446,6 +446,7 @@ impl<'e> AttemptBridge<'e, '_> {
         let request = UpstreamRequest {
             namespace: &address.namespace,
             tool: &tool.record.name,
+            http: tool.record.http.as_ref(),
             arguments: &call.args,
             credentials,
             timeout_ms: engine.limits.upstream_timeout_ms,
@@ -466,6 +467,7 @@ impl<'e> AttemptBridge<'e, '_> {
                         let request = UpstreamRequest {
                             namespace: &address.namespace,
                             tool: &tool.record.name,
+                            http: tool.record.http.as_ref(),
                             arguments: &call.args,
                             credentials,
                             timeout_ms: engine.limits.upstream_timeout_ms,

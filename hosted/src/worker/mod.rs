@@ -18,6 +18,7 @@
 
 mod access;
 mod admin;
+mod api;
 mod http;
 mod idp;
 mod inbox;

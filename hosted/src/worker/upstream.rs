@@ -67,7 +67,16 @@ impl Upstream for FetchUpstream {
             };
             let origin = source.endpoint().map_err(UpstreamError::Unavailable)?;
             let timeout = Delay::from(Duration::from_millis(request.timeout_ms));
-            let call = Box::pin(call_tool(source, &origin, &request, &self.sessions));
+            let call: BoxFuture<'_, Result<Value, UpstreamError>> = match (&source.api, request.http) {
+                (Some(api), Some(operation)) => Box::pin(super::api::call(api, &origin, operation, &request)),
+                (None, None) => Box::pin(call_tool(source, &origin, &request, &self.sessions)),
+                _ => {
+                    return Err(UpstreamError::Unavailable(format!(
+                        "`{}`'s record and its tool disagree on whether it is an HTTP API; push it again",
+                        request.namespace
+                    )));
+                }
+            };
             match select(call, timeout).await {
                 Either::Left((result, _)) => result,
                 Either::Right(((), _)) => Err(UpstreamError::Timeout(request.timeout_ms)),

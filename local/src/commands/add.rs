@@ -26,8 +26,9 @@ use crate::upstream::{HeaderSlot, SourceSpec, SourceTransport};
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// The URL of a streamable HTTP MCP server. For a local server, give its command line after
-    /// `--` instead: `capabilities hub add -- npx -y @scope/server`.
+    /// The URL of a streamable HTTP MCP server, or of an OpenAPI document (a URL ending in
+    /// `.json`, `.yaml` or `.yml`, or a file): the API's operations become tools. For a local
+    /// server, give its command line after `--` instead: `capabilities hub add -- npx -y @scope/server`.
     pub url: Option<String>,
     /// The command line of a local stdio server (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
@@ -51,6 +52,33 @@ pub struct AddArgs {
     pub yes: bool,
     #[command(flatten)]
     pub sign_in: SignInArgs,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+/// For an HTTP API described by an OpenAPI document.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ApiArgs {
+    /// Read the URL as an OpenAPI document even when its name does not say so.
+    #[arg(long)]
+    pub openapi: bool,
+    /// Where calls go, instead of the document's first server URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// A value for one of the server URL's variables (`--server-var region=eu`); the rest take
+    /// their defaults.
+    #[arg(long = "server-var", value_name = "NAME=VALUE")]
+    pub server_var: Vec<String>,
+    /// How the API's credential is sent, when the document says nothing (or to override it):
+    /// `bearer`, `basic` (`user:password`), `header:NAME`, `query:NAME`, `cookie:NAME`, or `none`.
+    #[arg(long, value_name = "HOW")]
+    pub auth: Option<String>,
+    /// Read the credential from stdin (one line) instead of a prompt.
+    #[arg(long)]
+    pub stdin: bool,
+    /// Allow a document or base URL on plain http to another machine.
+    #[arg(long)]
+    pub allow_http: bool,
 }
 
 /// How to sign in when the server asks for OAuth.
@@ -116,6 +144,11 @@ fn sign_in_timeout() -> Option<std::time::Duration> {
 
 pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
+    if let Some(target) =
+        args.url.as_deref().filter(|t| args.api.openapi || crate::openapi::looks_like_document(t))
+    {
+        return super::add_api::run(settings, &store, target, &args);
+    }
     let transport = transport(&args)?;
     let namespace = match &args.namespace {
         Some(raw) => Namespace::new(raw).map_err(|e| {
@@ -242,7 +275,11 @@ pub fn register_connected(
     Ok(manifest)
 }
 
-fn register_tools(store: &Store, spec: &SourceSpec, entries: &sources::ToolList) -> Result<Manifest> {
+pub(super) fn register_tools(
+    store: &Store,
+    spec: &SourceSpec,
+    entries: &sources::ToolList,
+) -> Result<Manifest> {
     let ns = spec.namespace.as_str();
     let namespace =
         Namespace::new(ns).map_err(|e| UsageError(format!("`{ns}` is not a valid namespace ({e})")))?;
@@ -316,6 +353,9 @@ fn transport(args: &AddArgs) -> Result<SourceTransport> {
 /// A namespace proposed from the URL's host or the server's package name.
 pub fn suggest(transport: &SourceTransport) -> Namespace {
     match transport {
+        SourceTransport::OpenApi(api) => {
+            suggest(&SourceTransport::Http { url: api.base_url.clone(), header_slots: Vec::new() })
+        }
         SourceTransport::Http { url, .. } => {
             let host = url.split("://").nth(1).unwrap_or(url).split(['/', ':', '?']).next().unwrap_or("");
             let mut labels: Vec<&str> = host.split('.').collect();

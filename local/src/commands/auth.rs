@@ -174,7 +174,7 @@ fn wanted_scopes(store: &Store, ns: &str, name: &str) -> Result<Vec<String>> {
 }
 
 /// One value per slot from stdin, a line each.
-fn read_stdin(slots: &[String]) -> Result<Vec<String>> {
+pub(super) fn read_stdin(slots: &[String]) -> Result<Vec<String>> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_STDIN_BYTES)

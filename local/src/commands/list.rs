@@ -32,6 +32,7 @@ pub fn run(settings: &Settings, _args: ListArgs) -> Result<ExitCode> {
                 ("stdio", sources::command_line(&record.spec).unwrap_or_default())
             }
             SourceTransport::Http { url, .. } => ("http", url.clone()),
+            SourceTransport::OpenApi(api) => ("openapi", api.base_url.clone()),
         };
         let unreviewed =
             manifest.as_ref().map(|m| review::needs_review(m, &config.policy, None).len()).unwrap_or(0);

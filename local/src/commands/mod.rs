@@ -2,6 +2,7 @@
 //! data to stdout and logs to stderr, and returns an exit code from [`Exit`](crate::error::Exit).
 
 pub mod add;
+mod add_api;
 pub mod approve;
 pub mod auth;
 pub mod call;

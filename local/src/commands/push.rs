@@ -130,9 +130,14 @@ pub fn build(config: &HubConfig) -> Push {
     for (record, manifest, connections) in &config.sources {
         let ns = record.spec.namespace.clone();
         let leave = |reason: &str| LeftOut { namespace: ns.clone(), reason: reason.to_owned() };
-        let SourceTransport::Http { url, .. } = &record.spec.transport else {
-            out.left_out.push(leave("a local command (stdio): a hosted hub reaches only sources over HTTP"));
-            continue;
+        let (url, api) = match &record.spec.transport {
+            SourceTransport::Http { url, .. } => (url, None),
+            SourceTransport::OpenApi(api) => (&api.base_url, Some(api.clone())),
+            _ => {
+                out.left_out
+                    .push(leave("a local command (stdio): a hosted hub reaches only sources over HTTP"));
+                continue;
+            }
         };
         let Some(manifest) = manifest.clone().filter(|m| !m.tools.is_empty()) else {
             out.left_out
@@ -150,6 +155,7 @@ pub fn build(config: &HubConfig) -> Push {
                 .map(|c| Connection { name: c.name.clone(), slots: c.slots.clone(), oauth: c.oauth.clone() })
                 .collect(),
             default_connection: connections.default.clone(),
+            api,
         };
         if let Err(why) = source.endpoint() {
             out.left_out.push(leave(&why));

@@ -262,7 +262,7 @@ mod tests {
                                 "inputSchema": { "type": "object", "properties": { "x": { "$ref": "https://example.com/x.json" } } },
                                 "annotations": { "readOnlyHint": true } }),
         ];
-        let listed = sources::ToolList { entries, description: None };
+        let listed = sources::ToolList { entries, description: None, records: None };
         let manifest = sources::build_manifest(&Namespace::new("docs").unwrap(), &listed);
         let text = render_review(&needs_review(&manifest, &PolicyState::default(), None));
         let lines: Vec<&str> = text.lines().collect();
@@ -276,7 +276,7 @@ mod tests {
     fn adjusting_a_proposal_leaves_only_the_rules_that_differ_from_the_default() {
         let entries: Vec<Value> =
             serde_json::from_str(include_str!("../../../core/tests/data/tools/memory.json")).unwrap();
-        let listed = sources::ToolList { entries, description: None };
+        let listed = sources::ToolList { entries, description: None, records: None };
         let manifest = sources::build_manifest(&Namespace::new("memory").unwrap(), &listed);
         let items = needs_review(&manifest, &PolicyState::default(), None);
         let chosen: Vec<Effect> = items

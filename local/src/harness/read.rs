@@ -234,6 +234,7 @@ pub fn identity(transport: &SourceTransport) -> String {
     match transport {
         SourceTransport::Stdio { command, args, .. } => format!("stdio {command} {}", args.join(" ")),
         SourceTransport::Http { url, .. } => format!("http {}", url.trim_end_matches('/')),
+        SourceTransport::OpenApi(api) => format!("openapi {}", api.base_url.trim_end_matches('/')),
     }
 }
 

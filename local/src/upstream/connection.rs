@@ -85,6 +85,12 @@ impl Connection {
             SourceTransport::Http { url, header_slots } => {
                 Connection::start_http(namespace, url, header_slots, credentials, timeout, fingerprint).await
             }
+            SourceTransport::OpenApi(_) => Err(SourceError::Config {
+                namespace: namespace.to_owned(),
+                reason:
+                    "it is an HTTP API: its operations are called one request each, with no MCP connection"
+                        .to_owned(),
+            }),
         }
     }
 
@@ -353,6 +359,7 @@ fn spec_command(spec: &SourceSpec) -> &str {
     match &spec.transport {
         SourceTransport::Stdio { command, .. } => command,
         SourceTransport::Http { url, .. } => url,
+        SourceTransport::OpenApi(api) => &api.base_url,
     }
 }
 

@@ -117,6 +117,15 @@ pub(crate) fn client(connect_timeout: Duration) -> Result<reqwest::Client, Strin
         .map_err(|e| format!("could not build its HTTP client: {e}"))
 }
 
+/// The client HTTP API sources share: the same redirect rule, connections kept alive.
+pub(crate) fn api_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(same_origin_redirects())
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|e| format!("could not build the HTTP client: {e}"))
+}
+
 /// Follows 307 and 308 on the same origin (they keep method and body); stops at anything else,
 /// so credentials and the session never reach another origin.
 fn same_origin_redirects() -> reqwest::redirect::Policy {

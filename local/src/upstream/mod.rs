@@ -18,6 +18,7 @@
 
 mod connection;
 mod http;
+mod openapi;
 mod pool;
 mod pooled;
 mod spawner;
@@ -27,6 +28,7 @@ mod tap;
 
 use std::collections::BTreeMap;
 
+use capabilities_core::openapi::HttpApi;
 use serde::{Deserialize, Serialize};
 
 pub use http::check_url;
@@ -67,6 +69,10 @@ pub enum SourceTransport {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         header_slots: Vec<HeaderSlot>,
     },
+    /// An HTTP API described by an OpenAPI document: its operations are in the manifest, each
+    /// tool's `http` field saying how it is called.
+    #[serde(rename = "openapi")]
+    OpenApi(HttpApi),
 }
 
 /// One credential header of an HTTP source: `name: prefix + value`.
@@ -164,7 +170,18 @@ mod tests {
                 header_slots: vec![HeaderSlot::bearer()],
             },
         };
-        let text = serde_json::to_string_pretty(&[&stdio, &http]).unwrap();
+        let api = SourceSpec {
+            namespace: "petstore".to_owned(),
+            transport: SourceTransport::OpenApi(HttpApi {
+                base_url: "https://petstore.example.com/v3".to_owned(),
+                document: Some("https://petstore.example.com/openapi.json".to_owned()),
+                auth: Some(capabilities_core::openapi::HttpAuth::Header {
+                    name: "api_key".to_owned(),
+                    prefix: String::new(),
+                }),
+            }),
+        };
+        let text = serde_json::to_string_pretty(&[&stdio, &http, &api]).unwrap();
         expect![[r#"
             [
               {
@@ -199,7 +216,9 @@ mod tests {
             ]"#]]
         .assert_eq(&text);
         let back: Vec<SourceSpec> = serde_json::from_str(&text).unwrap();
-        assert_eq!(back, vec![stdio, http]);
+        assert_eq!(back, vec![stdio, http, api]);
+        let unknown = r#"{"namespace":"x","transport":{"type":"openapi","baseUrl":"https://a","extra":1}}"#;
+        assert!(serde_json::from_str::<SourceSpec>(unknown).is_err());
     }
 
     #[test]

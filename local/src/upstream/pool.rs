@@ -78,6 +78,8 @@ struct Inner {
     /// Per namespace: why it last failed (cleared by a good start).
     failures: Mutex<HashMap<String, String>>,
     tails: Mutex<HashMap<String, StderrTail>>,
+    /// The client HTTP API sources share (kept-alive connections; same-origin redirects).
+    api_client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
 
 type SlotKey = (String, Option<String>);
@@ -104,6 +106,7 @@ impl SourcePool {
                 slots: Mutex::default(),
                 failures: Mutex::default(),
                 tails: Mutex::default(),
+                api_client: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -247,6 +250,32 @@ impl SourcePool {
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         connection.request(namespace, "tools/call", request, timeout).await
+    }
+
+    /// Calls one operation of an HTTP API source: a request, no connection to keep.
+    pub async fn call_operation(
+        &self,
+        namespace: &str,
+        operation: &capabilities_core::openapi::HttpOperation,
+        arguments: &Value,
+        credentials: &Credentials,
+        timeout: Duration,
+    ) -> Result<Value, capabilities_core::ports::UpstreamError> {
+        use capabilities_core::ports::UpstreamError;
+        let spec = lock(&self.inner.specs).get(namespace).cloned();
+        let Some(SourceSpec { transport: super::SourceTransport::OpenApi(api), .. }) = spec else {
+            return Err(UpstreamError::Unavailable(match spec {
+                None => SourceError::UnknownSource(namespace.to_owned()).to_string(),
+                Some(_) => format!("source `{namespace}` is not an HTTP API, but its tool is an operation"),
+            }));
+        };
+        let client = self
+            .inner
+            .api_client
+            .get_or_init(|| super::http::api_client(self.inner.options.start_timeout))
+            .as_ref()
+            .map_err(|why| UpstreamError::Unavailable(why.clone()))?;
+        super::openapi::call(client, &api, operation, arguments, credentials, timeout).await
     }
 
     /// How a source is doing, with its stderr tail. `None` for a namespace the pool never saw.

@@ -33,6 +33,16 @@ impl Upstream for PooledUpstream {
         let arguments = request.arguments.clone();
         let credentials = request.credentials.clone();
         let timeout = Duration::from_millis(request.timeout_ms);
+        if let Some(operation) = request.http.cloned() {
+            let task = self.handle.spawn(async move {
+                pool.call_operation(&namespace, &operation, &arguments, &credentials, timeout).await
+            });
+            return Box::pin(async move {
+                task.await.unwrap_or_else(|err| {
+                    Err(UpstreamError::Unavailable(format!("the call to the source stopped: {err}")))
+                })
+            });
+        }
         let task = self
             .handle
             .spawn(async move { pool.call_tool(&namespace, &tool, &arguments, &credentials, timeout).await });

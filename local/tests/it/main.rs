@@ -6,6 +6,7 @@ mod demo;
 mod elicit;
 mod harness;
 mod oauth;
+mod openapi;
 mod page;
 mod secrets;
 mod serve;

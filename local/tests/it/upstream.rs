@@ -197,6 +197,7 @@ async fn the_port_maps_timeouts_and_returns_raw_results() {
     let request = |tool, arguments, timeout_ms| UpstreamRequest {
         namespace: &namespace,
         tool,
+        http: None,
         arguments,
         credentials: &credentials,
         timeout_ms,
@@ -213,6 +214,7 @@ async fn the_port_maps_timeouts_and_returns_raw_results() {
         UpstreamRequest {
             namespace: &unknown,
             tool: "x",
+            http: None,
             arguments: &fast,
             credentials: &credentials,
             timeout_ms: 100,
