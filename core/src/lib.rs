@@ -21,6 +21,7 @@ pub mod limits;
 pub mod manifest;
 pub mod oauth;
 pub mod openapi;
+pub mod operation;
 pub mod pending;
 pub mod policy;
 pub mod ports;

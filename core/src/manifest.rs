@@ -62,7 +62,7 @@ pub struct ToolRecord {
     /// An HTTP API operation: how a call becomes a request. Part of the contract; `None` for
     /// MCP tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http: Option<crate::openapi::HttpOperation>,
+    pub http: Option<crate::operation::HttpOperation>,
 }
 
 /// The SHA-256 of a tool's canonical contract, printed as `sha256:<hex>`.
