@@ -148,22 +148,22 @@ fn an_api_is_added_with_its_key_asked_once_then_reads_run_and_writes_ask() {
     let url = format!("http://127.0.0.1:{doc_port}/openapi.json");
     let added = hub.run_with(&["add", &url, "--base-url", &prism.url(), "--stdin", "--yes"], "special-key\n");
     assert_eq!(added.code, 0, "{}\n{}", added.stdout, added.stderr);
-    assert!(added.stdout.contains("added `swaggerPetstore` with 20 tools"), "{}", added.stdout);
+    assert!(added.stdout.contains("added `swagger_petstore` with 20 tools"), "{}", added.stdout);
     assert!(added.stderr.contains("header `api_key`"), "{}", added.stderr);
     // The key is in the secret store, never in a record.
-    assert!(!hub.file("sources/swaggerPetstore.json").contains("special-key"));
-    assert!(hub.file("sources/swaggerPetstore.json").contains("\"type\": \"openapi\""));
+    assert!(!hub.file("sources/swagger_petstore.json").contains("special-key"));
+    assert!(hub.file("sources/swagger_petstore.json").contains("\"type\": \"openapi\""));
 
     let found = hub.json(&["exec", "return await hub.search('find a pet by its id')"]);
     let text = found.to_string();
-    assert!(text.contains("swaggerPetstore.getPetById"), "{text}");
-    let described = hub.json(&["exec", "return await hub.describe(['swaggerPetstore.getPetById'])"]);
+    assert!(text.contains("swagger_petstore.getPetById"), "{text}");
+    let described = hub.json(&["exec", "return await hub.describe(['swagger_petstore.getPetById'])"]);
     let text = described.to_string();
     assert!(text.contains("petId: number") && text.contains("status: number"), "{text}");
 
     let read = hub.json(&[
         "exec",
-        "const r = await swaggerPetstore.getPetById({ petId: 7 }); \
+        "const r = await swagger_petstore.getPetById({ petId: 7 }); \
          return { status: r.status, name: typeof r.body.name, ct: r.headers['content-type'] }",
     ]);
     assert_eq!(read["status"], "completed", "{read}");
@@ -172,18 +172,23 @@ fn an_api_is_added_with_its_key_asked_once_then_reads_run_and_writes_ask() {
     assert_eq!(read["result"]["ct"], "application/json", "{read}");
 
     // A write asks first, and runs once a person approves it.
-    let paused = hub.run(&["exec", "return (await swaggerPetstore.placeOrder({ petId: 7, quantity: 1, status: 'placed' })).status"]);
+    let paused = hub.run(&[
+        "exec",
+        "return (await swagger_petstore.placeOrder({ petId: 7, quantity: 1, status: 'placed' })).status",
+    ]);
     assert_eq!(paused.code, 4, "{}{}", paused.stdout, paused.stderr);
     let start = paused.stdout.find("run_").expect("the output names a run");
-    let run: String = paused.stdout[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let run: String =
+        paused.stdout[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
     let approved = hub.json(&["approve", &run, "--choice", "once"]);
     assert_eq!(approved["status"], "completed", "{approved}");
     assert_eq!(approved["result"], 200, "{approved}");
 
     // A request that breaks the document never reaches Prism as such: the schema refuses it.
-    let bad = hub.json(&["exec", "return await swaggerPetstore.getPetById({ petId: 'seven' })"]);
+    let bad = hub.json(&["exec", "return await swagger_petstore.getPetById({ petId: 'seven' })"]);
     assert!(bad.to_string().contains("invalid_arguments"), "{bad}");
     // A path parameter that climbs out of the base is refused before anything is sent.
-    let climb = hub.json(&["exec", "return await swaggerPetstore.getUserByName({ username: '../../admin' })"]);
+    let climb =
+        hub.json(&["exec", "return await swagger_petstore.getUserByName({ username: '../../admin' })"]);
     assert!(climb.to_string().contains("may not be empty, `.` or `..`"), "{climb}");
 }

@@ -244,7 +244,9 @@ impl<'a> Reader<'a> {
                     continue;
                 }
                 other => {
-                    return Err(Fault::Skip(format!("parameter `{wire}` is in `{other}`, which is not read")));
+                    return Err(Fault::Skip(format!(
+                        "parameter `{wire}` is in `{other}`, which is not read"
+                    )));
                 }
             };
             if location == ParameterLocation::Header
