@@ -188,6 +188,9 @@ fn an_api_is_added_with_its_key_asked_once_then_reads_run_and_writes_ask() {
     assert!(!hub.file("sources/swagger_petstore.json").contains("special-key"));
     assert!(hub.file("sources/swagger_petstore.json").contains("\"type\": \"openapi\""));
 
+    let listed = hub.json(&["list"]);
+    assert_eq!(listed[0]["transport"], "openapi", "{listed}");
+    assert_eq!(listed[0]["target"], prism.url(), "{listed}");
     let found = hub.json(&["exec", "return await hub.search('find a pet by its id')"]);
     let text = found.to_string();
     assert!(text.contains("swagger_petstore.getPetById"), "{text}");
@@ -263,6 +266,11 @@ fn notes_api(hits: std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> u16 {
                     }
                     "GET /logout" => reply("204 No Content", "text/plain", b""),
                     "GET /liar" => reply("200 OK", "application/json", b"<html>not json</html>"),
+                    // To another origin (another host name for the same server): not followed.
+                    "GET /moved" => format!(
+                        "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://localhost:{port}/notes\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    )
+                    .into_bytes(),
                     "GET /big" => {
                         let head =
                             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
@@ -305,7 +313,8 @@ fn notes_document(port: u16, search_path: &str) -> String {
                                   "responses": { "204": { "description": "done" } } } },
             "/big": { "get": { "operationId": "big", "responses": { "200": { "description": "a lot" } } } },
             "/liar": { "get": { "operationId": "liar", "responses": { "200": { "description": "lies" } } } },
-            "/missing": { "get": { "operationId": "missing", "responses": { "200": { "description": "never" } } } }
+            "/missing": { "get": { "operationId": "missing", "responses": { "200": { "description": "never" } } } },
+            "/moved": { "get": { "operationId": "moved", "responses": { "200": { "description": "elsewhere" } } } }
         }
     })
     .to_string()
@@ -323,11 +332,11 @@ fn an_api_is_reviewed_per_operation_and_refreshed_like_any_source() {
     std::fs::write(&doc, notes_document(port, "/notes/search")).unwrap();
     let added = hub.run(&["--no-input", "add", doc.to_str().unwrap()]);
     assert_eq!(added.code, 0, "{}\n{}", added.stdout, added.stderr);
-    assert!(added.stdout.contains("added `notes` with 6 tools"), "{}", added.stdout);
+    assert!(added.stdout.contains("added `notes` with 7 tools"), "{}", added.stdout);
     // Review, editing each tool: Enter keeps the proposal; searchNotes allowed, logout asks.
-    let answers = "e\n\na\ns\n\n\n\n";
+    let answers = "e\n\na\ns\n\n\n\n\n";
     let reviewed = hub.run_at_terminal(&["review"], answers);
-    assert!(reviewed.stdout.contains("accepted 6 tools"), "{}", reviewed.stdout);
+    assert!(reviewed.stdout.contains("accepted 7 tools"), "{}", reviewed.stdout);
     assert_eq!(reviewed.code, 0, "{}\n{}", reviewed.stdout, reviewed.stderr);
 
     let search = hub.json(&["exec", "return (await notes.searchNotes({ q: 'a' })).body"]);
@@ -342,6 +351,16 @@ fn an_api_is_reviewed_per_operation_and_refreshed_like_any_source() {
     assert!(missing["result"].to_string().contains("HTTP 404"), "{missing}");
     let big = hub.json(&["exec", "try { await notes.big({}) } catch (e) { return e.message }"]);
     assert!(big["result"].as_str().unwrap_or_default().contains("larger than 16 MiB"), "{big}");
+    let moved = hub.json(&["exec", "try { await notes.moved({}) } catch (e) { return e.message }"]);
+    assert!(
+        moved["result"].as_str().unwrap_or_default().contains("redirect the hub does not follow"),
+        "{moved}"
+    );
+    assert_eq!(
+        hits.lock().unwrap().iter().filter(|h| h.starts_with("GET /notes")).count(),
+        0,
+        "not followed"
+    );
     let liar = hub.json(&["exec", "try { await notes.liar({}) } catch (e) { return e.message }"]);
     assert!(liar["result"].as_str().unwrap_or_default().contains("not JSON"), "{liar}");
 

@@ -202,6 +202,9 @@ impl Input {
 /// A property of an object body: its name, schema, where that is, and whether it is required.
 type BodyProperty<'v> = (String, &'v Value, String, bool);
 
+/// A parameter object and where in the document it sits.
+type Located<'v> = (&'v Map<String, Value>, String);
+
 struct Reader<'a> {
     refs: Refs<'a>,
     version: Version,
@@ -311,8 +314,8 @@ impl<'a> Reader<'a> {
 
     /// The path item's parameters with the operation's, the operation's replacing any of the
     /// same name and location; `$ref`s followed.
-    fn parameters(&self, f: &Found<'a>) -> Result<Vec<(&'a Map<String, Value>, String)>, Fault> {
-        let mut merged: Vec<(&'a Map<String, Value>, String)> = Vec::new();
+    fn parameters(&self, f: &Found<'a>) -> Result<Vec<Located<'a>>, Fault> {
+        let mut merged: Vec<Located<'a>> = Vec::new();
         for (holder, at) in [(f.item, &f.item_at), (f.op, &f.at)] {
             let list = match holder.get("parameters") {
                 None | Some(Value::Null) => continue,

@@ -1,0 +1,111 @@
+//! An HTTP API operation called through `execute` (code, sandbox, policy, journal, the pool's
+//! request, the answer shaped) against the same request made directly with the same HTTP client
+//! (reqwest, connections kept alive), both against Prism mocking a real petstore document on
+//! loopback. Compare the two medians: the target is at most 1.3×.
+//!
+//! `cargo bench -p capabilities --bench openapi` (needs `cd node && npm ci`).
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capabilities::host::Host;
+use criterion::{Criterion, criterion_group, criterion_main};
+
+struct Prism(Child);
+
+impl Drop for Prism {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn prism(document: &Path) -> (Prism, u16) {
+    let bin = repo().join("node/node_modules/.bin/prism");
+    assert!(bin.is_file(), "{} is missing: run `cd node && npm ci`", bin.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(bin)
+        .args(["mock", "--errors", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .arg(document)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "Prism did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (Prism(child), port)
+}
+
+fn bench(c: &mut Criterion) {
+    let document = repo().join("node/node_modules/@readme/oas-examples/3.0/json/petstore.json");
+    let (_prism, port) = prism(&document);
+    let base = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hub");
+    let mut add = Command::new(env!("CARGO_BIN_EXE_capabilities"))
+        .args([
+            "hub",
+            "add",
+            document.to_str().unwrap(),
+            "--namespace",
+            "pets",
+            "--base-url",
+            &base,
+            "--stdin",
+            "--yes",
+        ])
+        .env("CAPABILITIES_HOME", &home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    add.stdin.take().unwrap().write_all(b"special-key\n").unwrap();
+    assert!(add.wait().unwrap().success(), "hub add failed");
+    // `hub add` and the host below read `CAPABILITIES_KEYCHAIN` from the same environment, so
+    // they open the same secret store.
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = reqwest::Client::builder().build().unwrap();
+    let url = format!("{base}/pet/7");
+    let direct = || {
+        runtime.block_on(async {
+            let answer = client
+                .get(&url)
+                .header("api_key", "special-key")
+                .header("accept", "application/json")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status().as_u16(), 200);
+            let _: serde_json::Value = answer.json().await.unwrap();
+        })
+    };
+    let host = Host::open(&home).unwrap();
+    let code = "return (await pets.getPetById({ petId: 7 })).status";
+    let through = || {
+        let envelope = host.execute(code).unwrap();
+        let text = serde_json::to_string(&envelope).unwrap();
+        assert!(text.contains("200"), "{text}");
+    };
+    direct();
+    through();
+    let mut group = c.benchmark_group("openapi_call");
+    group.sample_size(60).measurement_time(Duration::from_secs(8));
+    group.bench_function("direct_reqwest", |b| b.iter(direct));
+    group.bench_function("through_execute", |b| b.iter(through));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
