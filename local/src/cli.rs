@@ -57,7 +57,7 @@ pub enum HubCommand {
     /// Serve the hub's MCP endpoint (`search`, `describe`, `execute`) to an agent.
     Serve(commands::serve::ServeArgs),
     /// Add a source from a URL, or a local command line after `--`, then review its tools.
-    Add(commands::add::AddArgs),
+    Add(Box<commands::add::AddArgs>),
     /// List the sources, with their transport, tool count and connections.
     List(commands::list::ListArgs),
     /// Remove a source with its manifest, connections and policy entries.
@@ -103,7 +103,7 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
         Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
         Command::Hub(HubCommand::Serve(args)) => commands::serve::run(&settings, args),
-        Command::Hub(HubCommand::Add(args)) => commands::add::run(&settings, args),
+        Command::Hub(HubCommand::Add(args)) => commands::add::run(&settings, *args),
         Command::Hub(HubCommand::List(args)) => commands::list::run(&settings, args),
         Command::Hub(HubCommand::Remove(args)) => commands::remove::run(&settings, args),
         Command::Hub(HubCommand::Refresh(args)) => commands::refresh::run(&settings, args),

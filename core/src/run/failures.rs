@@ -318,6 +318,27 @@ pub(super) fn upstream_failure(
             status: Some(-32602),
             retryable: false,
         },
+        // An HTTP API's 400 or 422: the request's shape or values are what it refused.
+        UpstreamError::Refused { message, status: Some(status @ (400 | 422)) } => ToolFailure {
+            code: "invalid_arguments".to_owned(),
+            message: message.clone(),
+            hint: Some(
+                "fix the arguments (hub.describe shows the tool's signature) and call it again".to_owned(),
+            ),
+            status: Some(*status),
+            retryable: false,
+        },
+        // An HTTP API's 404, or MCP's "resource not found": the thing named does not exist.
+        UpstreamError::Refused { message, status: Some(status @ (404 | 410 | -32002)) } => ToolFailure {
+            code: "not_found".to_owned(),
+            message: message.clone(),
+            hint: Some(
+                "check the identifiers in the arguments: a list or search call of the same source shows which exist"
+                    .to_owned(),
+            ),
+            status: Some(*status),
+            retryable: false,
+        },
         UpstreamError::RateLimited { retry_after_s } => ToolFailure {
             code: "rate_limited".to_owned(),
             message: match retry_after_s {
@@ -471,6 +492,24 @@ mod tests {
                 "work",
                 &words,
             ),
+            upstream_failure(
+                &UpstreamError::Refused {
+                    message: "the API answered HTTP 422: {\"message\":\"labels must be a list\"}".to_owned(),
+                    status: Some(422),
+                },
+                "a",
+                "work",
+                &words,
+            ),
+            upstream_failure(
+                &UpstreamError::Refused {
+                    message: "the API answered HTTP 404: Not Found".to_owned(),
+                    status: Some(404),
+                },
+                "a",
+                "work",
+                &words,
+            ),
             upstream_failure(&UpstreamError::RateLimited { retry_after_s: Some(30) }, "a", "work", &words),
             upstream_failure(&UpstreamError::RateLimited { retry_after_s: None }, "a", "work", &words),
             upstream_failure(
@@ -521,6 +560,8 @@ mod tests {
             call source_unavailable (retryable): gone | the user can run <diagnose>
             call upstream_protocol: bad | -
             call invalid_arguments: the source refused the call's parameters: entities: expected array | fix the arguments (hub.describe shows the tool's signature) and call it again
+            call invalid_arguments: the API answered HTTP 422: {"message":"labels must be a list"} | fix the arguments (hub.describe shows the tool's signature) and call it again
+            call not_found: the API answered HTTP 404: Not Found | check the identifiers in the arguments: a list or search call of the same source shows which exist
             call rate_limited (retryable): the source is rate limiting calls; it asks to wait 30 s | wait 30 s before calling it again, and make fewer calls
             call rate_limited (retryable): the source is rate limiting calls | wait a little before calling it again, and make fewer calls
             call upstream_error: no | -

@@ -348,7 +348,8 @@ fn an_api_is_reviewed_per_operation_and_refreshed_like_any_source() {
 
     let missing =
         hub.json(&["exec", "try { await notes.missing({}) } catch (e) { return [e.code, e.message] }"]);
-    assert!(missing["result"].to_string().contains("HTTP 404"), "{missing}");
+    assert_eq!(missing["result"][0], "not_found", "{missing}");
+    assert!(missing["result"][1].as_str().unwrap_or_default().contains("HTTP 404"), "{missing}");
     let big = hub.json(&["exec", "try { await notes.big({}) } catch (e) { return e.message }"]);
     assert!(big["result"].as_str().unwrap_or_default().contains("larger than 16 MiB"), "{big}");
     let moved = hub.json(&["exec", "try { await notes.moved({}) } catch (e) { return e.message }"]);
