@@ -77,6 +77,15 @@ impl HostedHub {
         }
         Ok(())
     }
+
+    /// The runs waiting for a person, from the admin API (`GET admin/pending`).
+    pub fn pending(&self) -> Result<Value> {
+        let (status, body) = self.tenant.borrow().admin("GET", "pending", None);
+        if status != 200 {
+            bail!("the hosted hub's admin/pending answered HTTP {status}: {body}");
+        }
+        serde_json::from_str(&body).context("admin/pending answers JSON")
+    }
 }
 
 /// Serves a tenant with the five fixture sources and the suite's policy on `port` until stdin

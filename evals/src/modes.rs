@@ -111,13 +111,69 @@ pub struct Outcome {
     pub turns: usize,
     pub input_tokens: usize,
     pub per_turn: Vec<usize>,
+    /// On a task with expected errors: what the mistake and its repair cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+    /// Calls that failed `invalid_arguments`, each checked for a person asked, a pending call or
+    /// a journal entry (code mode only).
+    pub invalid_calls: usize,
+    /// Of those, the ones a person was asked about or that reached the journal: must be none.
+    pub invalid_calls_asked: usize,
     #[serde(skip)]
     pub transcript: Transcript,
+}
+
+/// The cost of a mistake: from the turn whose call failed as expected to the turn whose call
+/// (other than a search or describe) first succeeded after the last such failure, inclusive.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Recovery {
+    /// Turns whose call failed as the task expected.
+    pub failed_turns: usize,
+    pub turns: usize,
+    /// Input tokens of those turns.
+    pub input_tokens: usize,
+}
+
+/// How each model turn went, for [`Recovery`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// A call that failed as the task expected.
+    Failed,
+    /// A search or describe.
+    Lookup,
+    /// A call that did work and did not fail.
+    Worked,
+    /// A call that failed unexpectedly.
+    Broke,
+}
+
+impl Recovery {
+    fn of(turns: &[Turn], per_turn: &[usize]) -> Option<Recovery> {
+        let first = turns.iter().position(|t| *t == Turn::Failed)?;
+        let last = turns.iter().rposition(|t| *t == Turn::Failed)?;
+        let repaired = last + 1 + turns[last + 1..].iter().position(|t| *t == Turn::Worked)?;
+        Some(Recovery {
+            failed_turns: turns.iter().filter(|t| **t == Turn::Failed).count(),
+            turns: repaired - first + 1,
+            input_tokens: per_turn[first..=repaired].iter().sum(),
+        })
+    }
 }
 
 impl Outcome {
     pub(crate) fn new(
         transcript: Transcript,
+        failures: Vec<String>,
+        states: &BTreeMap<String, Value>,
+        task: &Task,
+    ) -> Outcome {
+        Outcome::with_turns(transcript, &[], failures, states, task)
+    }
+
+    /// As [`Outcome::new`], with how each turn went (for a task with expected errors).
+    pub(crate) fn with_turns(
+        transcript: Transcript,
+        turns: &[Turn],
         mut failures: Vec<String>,
         states: &BTreeMap<String, Value>,
         task: &Task,
@@ -129,12 +185,19 @@ impl Outcome {
             }
         }
         let per_turn = transcript.turn_inputs();
+        let recovery = Recovery::of(turns, &per_turn);
+        if turns.contains(&Turn::Failed) && recovery.is_none() {
+            failures.push("no later call succeeded after the expected error: nothing recovered".into());
+        }
         Outcome {
             success: failures.is_empty(),
             failures,
             turns: per_turn.len(),
             input_tokens: per_turn.iter().sum(),
             per_turn,
+            recovery,
+            invalid_calls: 0,
+            invalid_calls_asked: 0,
             transcript,
         }
     }
@@ -367,12 +430,15 @@ impl Suite {
         let (mut serve, _) = self.client()?;
         let mut messages = Vec::new();
         let mut failures = Vec::new();
+        let mut turns = Vec::new();
+        let (mut invalid_calls, mut invalid_calls_asked) = (0, 0);
         let mut last_run: Option<String> = None;
-        // What search and describe have shown: a scripted model calls only tools it has seen.
+        // What search and describe (and the errors read) have shown: a scripted model calls
+        // only tools it has seen.
         let mut seen = String::new();
         for step in &task.code {
             match step {
-                CodeStep::Call { call, arguments } => {
+                CodeStep::Call { call, arguments, expect_error } => {
                     let text = arguments.to_string();
                     let arguments: Value = match &last_run {
                         Some(run) => {
@@ -391,20 +457,42 @@ impl Suite {
                         last_run = Some(run.to_owned());
                     }
                     let text = result_text(&result);
-                    if call == "search" || call == "describe" {
+                    let failed = result["isError"] == json!(true) || structured["status"] == json!("failed");
+                    let lookup = call == "search" || call == "describe";
+                    if lookup {
                         seen.push_str(&text);
                     }
-                    if let Some(code) = arguments["code"].as_str() {
-                        for address in addresses(code) {
-                            if !seen.contains(&format!("{address}(")) {
-                                failures.push(format!(
-                                    "the code calls {address} before search or describe showed it"
-                                ));
+                    if !expect_error.is_empty() {
+                        failures.extend(expected_error(call, failed, &text, expect_error));
+                        // A call that fails its contract must never reach a person or the journal.
+                        if text.contains("invalid_arguments") {
+                            invalid_calls += 1;
+                            let asked = self.asked_about(structured)?;
+                            if !asked.is_empty() {
+                                invalid_calls_asked += 1;
+                                failures.push(format!("a call that failed validation {}", asked.join(", ")));
                             }
                         }
-                    }
-                    if result["isError"] == json!(true) || structured["status"] == json!("failed") {
-                        failures.push(format!("{call} failed: {text}"));
+                        turns.push(Turn::Failed);
+                        seen.push_str(&text);
+                    } else {
+                        if let Some(code) = arguments["code"].as_str() {
+                            for address in addresses(code) {
+                                if !seen.contains(&format!("{address}(")) {
+                                    failures.push(format!(
+                                        "the code calls {address} before search or describe showed it"
+                                    ));
+                                }
+                            }
+                        }
+                        if failed {
+                            failures.push(format!("{call} failed: {text}"));
+                        }
+                        turns.push(match (failed, lookup) {
+                            (true, _) => Turn::Broke,
+                            (false, true) => Turn::Lookup,
+                            (false, false) => Turn::Worked,
+                        });
                     }
                     messages.push(Message::new("tool", text));
                 }
@@ -420,7 +508,55 @@ impl Suite {
             prompt_tokens: tokens::count(&task.prompt),
             messages,
         };
-        Ok(Outcome::new(transcript, failures, &self.states(&self.code_state)?, task))
+        let mut outcome =
+            Outcome::with_turns(transcript, &turns, failures, &self.states(&self.code_state)?, task);
+        outcome.invalid_calls = invalid_calls;
+        outcome.invalid_calls_asked = invalid_calls_asked;
+        Ok(outcome)
+    }
+
+    /// What the hub did about a run that just failed on a call's arguments that it should not
+    /// have: the run waiting, a call pending or journaled, any run of the hub waiting for a
+    /// person, or (local) a line in the run's journal. Empty when it did none of these.
+    fn asked_about(&self, envelope: &Value) -> Result<Vec<String>> {
+        let mut asked = Vec::new();
+        if envelope["status"] != json!("failed") {
+            asked.push(format!("left its run {}", envelope["status"]));
+        }
+        if envelope["pending"].as_array().is_some_and(|p| !p.is_empty()) {
+            asked.push("has a pending call".to_owned());
+        }
+        if envelope["calls"].as_array().is_some_and(|c| !c.is_empty()) {
+            asked.push(format!("journaled calls {}", envelope["calls"]));
+        }
+        let waiting = self.waiting_runs()?;
+        if !waiting.is_empty() {
+            asked.push(format!("left runs waiting for a person: {}", waiting.join(", ")));
+        }
+        if let (None, Some(run)) = (&self.hosted, envelope["runId"].as_str()) {
+            let journal = self.home.join("runs").join(format!("{run}.journal.jsonl"));
+            let lines = std::fs::read_to_string(&journal).unwrap_or_default();
+            if !lines.trim().is_empty() {
+                asked.push(format!("wrote its journal: {}", lines.trim()));
+            }
+        }
+        Ok(asked)
+    }
+
+    /// The runs waiting for a person: `hub runs --status awaiting_input` on the local store, the
+    /// admin API's pending list on the hosted tenant.
+    fn waiting_runs(&self) -> Result<Vec<String>> {
+        let listed: Value = match &self.hosted {
+            Some(hosted) => hosted.pending()?,
+            None => serde_json::from_str(&self.hub(&["runs", "--status", "awaiting_input", "--json"])?)
+                .context("hub runs --json prints a list")?,
+        };
+        Ok(listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["id"].as_str().or(r["runId"].as_str()).unwrap_or("?").to_owned())
+            .collect())
     }
 
     /// A fixture server started directly, on the direct-tools state.
@@ -434,28 +570,43 @@ impl Suite {
         Ok(Peer::start(source, cmd)?.0)
     }
 
-    /// The task with direct tools: each call straight to its fixture server.
+    /// The task with direct tools: each call straight to its fixture server. A name the model
+    /// was not given is refused as a direct client refuses it, without reaching any server.
     pub fn run_direct(&self, task: &Task) -> Result<Outcome> {
         self.reset(&self.direct_state)?;
         let mut peers: BTreeMap<String, Peer> = BTreeMap::new();
         let mut messages = Vec::new();
         let mut failures = Vec::new();
+        let mut turns = Vec::new();
         for call in &task.direct {
-            let Some((source, tool)) = call.call.split_once("__") else {
-                bail!("task `{}`: direct call `{}` is not <source>__<tool>", task.id, call.call);
-            };
-            if !peers.contains_key(source) {
-                peers.insert(source.to_owned(), self.fixture(source)?);
-            }
-            let peer = peers.get_mut(source).context("started above")?;
             messages.push(Message::new(
                 "assistant",
                 json!({"name": call.call, "input": call.arguments}).to_string(),
             ));
-            let result = peer.request("tools/call", json!({"name": tool, "arguments": call.arguments}))?;
-            let text = result_text(&result);
-            if result["isError"] == json!(true) {
-                failures.push(format!("{} failed: {text}", call.call));
+            let given = self.direct_tools.iter().any(|t| t["name"] == json!(call.call));
+            let (failed, text) = match call.call.split_once("__") {
+                Some((source, tool)) if given => {
+                    if !peers.contains_key(source) {
+                        peers.insert(source.to_owned(), self.fixture(source)?);
+                    }
+                    let peer = peers.get_mut(source).context("started above")?;
+                    let result =
+                        peer.request("tools/call", json!({"name": tool, "arguments": call.arguments}))?;
+                    (result["isError"] == json!(true), result_text(&result))
+                }
+                _ if call.expect_error.is_empty() => {
+                    bail!("task `{}`: direct call `{}` is not one of the tools", task.id, call.call)
+                }
+                _ => (true, format!("No such tool available: {}", call.call)),
+            };
+            if call.expect_error.is_empty() {
+                if failed {
+                    failures.push(format!("{} failed: {text}", call.call));
+                }
+                turns.push(if failed { Turn::Broke } else { Turn::Worked });
+            } else {
+                failures.extend(expected_error(&call.call, failed, &text, &call.expect_error));
+                turns.push(Turn::Failed);
             }
             messages.push(Message::new("tool", text));
         }
@@ -467,8 +618,23 @@ impl Suite {
             prompt_tokens: tokens::count(&task.prompt),
             messages,
         };
-        Ok(Outcome::new(transcript, failures, &self.states(&self.direct_state)?, task))
+        Ok(Outcome::with_turns(transcript, &turns, failures, &self.states(&self.direct_state)?, task))
     }
+}
+
+/// What is wrong with a call the task expects to fail: it succeeded, or its error text lacks
+/// something the repair needs.
+fn expected_error(call: &str, failed: bool, text: &str, expect: &[String]) -> Vec<String> {
+    if !failed {
+        return vec![format!("{call} was expected to fail but did not: {text}")];
+    }
+    expect
+        .iter()
+        .filter(|want| !text.contains(want.as_str()))
+        .map(|want| {
+            format!("the error of {call} does not say {want:?}, so the repair cannot be read from it: {text}")
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -34,6 +34,16 @@ pub struct Totals {
     pub code_multi_step_tokens: usize,
     pub direct_multi_step_tokens: usize,
     pub multi_step_reduction_pct: f64,
+    /// Over the recovery tasks: turns and input tokens from each mistake to its repair.
+    pub recovery_tasks: usize,
+    pub code_recovery_turns: usize,
+    pub direct_recovery_turns: usize,
+    pub code_recovery_tokens: usize,
+    pub direct_recovery_tokens: usize,
+    /// Code-mode calls that failed validation, and those a person was asked about or that were
+    /// journaled (must be none).
+    pub invalid_calls: usize,
+    pub invalid_calls_asked: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -98,6 +108,20 @@ impl Report {
             code_multi_step_tokens: sum(true, true),
             direct_multi_step_tokens: sum(true, false),
             multi_step_reduction_pct: reduction(sum(true, true), sum(true, false)),
+            recovery_tasks: tasks
+                .iter()
+                .filter(|r| r.code.recovery.is_some() || r.direct.recovery.is_some())
+                .count(),
+            code_recovery_turns: tasks.iter().filter_map(|r| r.code.recovery).map(|x| x.turns).sum(),
+            direct_recovery_turns: tasks.iter().filter_map(|r| r.direct.recovery).map(|x| x.turns).sum(),
+            code_recovery_tokens: tasks.iter().filter_map(|r| r.code.recovery).map(|x| x.input_tokens).sum(),
+            direct_recovery_tokens: tasks
+                .iter()
+                .filter_map(|r| r.direct.recovery)
+                .map(|x| x.input_tokens)
+                .sum(),
+            invalid_calls: tasks.iter().map(|r| r.code.invalid_calls).sum(),
+            invalid_calls_asked: tasks.iter().map(|r| r.code.invalid_calls_asked).sum(),
         };
         let failed: Vec<String> = tasks
             .iter()
@@ -143,6 +167,14 @@ impl Report {
                     "code mode {:.1}%, direct tools {:.1}%, allowed gap {SUCCESS_GAP_POINTS} points",
                     rate(totals.code_successes, totals.tasks),
                     rate(totals.direct_successes, totals.tasks)
+                ),
+            },
+            Gate {
+                name: "no approval for an invalid call".into(),
+                ok: totals.invalid_calls > 0 && totals.invalid_calls_asked == 0,
+                detail: format!(
+                    "{} calls failed validation in code mode; {} asked a person, waited or were journaled",
+                    totals.invalid_calls, totals.invalid_calls_asked
                 ),
             },
             Gate {
@@ -232,6 +264,24 @@ impl Report {
             t.code_multi_step_tokens,
             t.direct_multi_step_tokens,
             t.multi_step_reduction_pct
+        ));
+        md.push_str("\n## Recovery\n\nEach recovery task's first attempt makes a mistake models make; the next turns repair it\nfrom the error text alone, and the harness checks that the text says what the repair needs.\nTurns and input tokens count from the failing call to the first call after it that works\n(searches and describes between them included). Direct tools make the same mistake as a direct\ncall: a bad argument is refused by the fixture server (as the MCP SDKs validate), a name the\nmodel was not given by the client, with no hint, so the model repairs from the definitions it\nalready holds.\n\n| task | code turns | code tokens | direct turns | direct tokens |\n|---|---:|---:|---:|---:|\n");
+        for r in self.tasks.iter().filter(|r| r.code.recovery.is_some() || r.direct.recovery.is_some()) {
+            let cell = |o: &Outcome| match o.recovery {
+                Some(x) => (x.turns.to_string(), x.input_tokens.to_string()),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
+            let (ct, ck) = cell(&r.code);
+            let (dt, dk) = cell(&r.direct);
+            md.push_str(&format!("| {} | {ct} | {ck} | {dt} | {dk} |\n", r.id));
+        }
+        md.push_str(&format!(
+            "| **total** | {} | {} | {} | {} |\n",
+            t.code_recovery_turns, t.code_recovery_tokens, t.direct_recovery_turns, t.direct_recovery_tokens
+        ));
+        md.push_str(&format!(
+            "\nIn code mode {} calls failed validation (`invalid_arguments`); {} of them reached a person,\nleft a call pending or wrote the journal. A direct client that confirms writes asks before the\nserver sees the arguments.\n",
+            t.invalid_calls, t.invalid_calls_asked
         ));
         md.push_str("\n## Tasks\n\n| task | kind | code ok | direct ok | code turns | direct turns | code tokens | direct tokens | reduction |\n|---|---|---|---|---:|---:|---:|---:|---:|\n");
         for r in &self.tasks {

@@ -7,7 +7,8 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// What kind of work a task is; everything but `Single` counts as multi-step in the gate.
+/// What kind of work a task is; everything but `Single` and `Recovery` counts as multi-step in
+/// the gate (a recovery task's extra turns are the mistake's cost, reported on their own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -20,11 +21,14 @@ pub enum Kind {
     Large,
     /// A write that waits for a person's decision.
     Approval,
+    /// A first attempt that makes a mistake models make (a wrong argument type, a misspelled
+    /// tool, a missing namespace, a write with bad arguments), repaired from the error text.
+    Recovery,
 }
 
 impl Kind {
     pub fn is_multi_step(self) -> bool {
-        self != Kind::Single
+        !matches!(self, Kind::Single | Kind::Recovery)
     }
 }
 
@@ -46,7 +50,14 @@ pub struct Task {
 #[serde(untagged, deny_unknown_fields)]
 pub enum CodeStep {
     /// A model turn: one call to the hub. `"$run"` in the arguments stands for the last run id.
-    Call { call: String, arguments: Value },
+    /// With `expect_error`, the call must fail and its error text hold every string: what the
+    /// next turn's repair is read from.
+    Call {
+        call: String,
+        arguments: Value,
+        #[serde(default)]
+        expect_error: Vec<String>,
+    },
     /// A person decides, with `capabilities hub approve <last run> --choice <approve>`.
     Approve { approve: String },
 }
@@ -56,6 +67,9 @@ pub enum CodeStep {
 pub struct DirectCall {
     pub call: String,
     pub arguments: Value,
+    /// The call must fail, its error text holding every string (as for a code step).
+    #[serde(default)]
+    pub expect_error: Vec<String>,
 }
 
 /// Some record in `source`'s `collection` that matches `where` satisfies every `expect`; with

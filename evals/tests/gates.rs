@@ -1,5 +1,6 @@
 //! The offline evals as a test: runs every scripted task in both modes against the real hub
-//! and the fixture servers, and holds the gates (fixed surface, multi-step reduction, success).
+//! and the fixture servers, and holds the gates (fixed surface, multi-step reduction, success, no
+//! approval asked for a call that fails validation).
 //!
 //! Needs Node.js on PATH and the `capabilities` binary built beside this test
 //! (`cargo nextest run --workspace` builds it; alone: `cargo build -p capabilities`).
@@ -35,7 +36,7 @@ fn holds_the_gates(hub: Hub) {
         .collect();
     assert!(failed.is_empty(), "gates failed on the {hub:?} hub: {failed:#?}\n{rows:#?}");
     assert!(report.tasks.len() >= 30, "the suite keeps at least 30 tasks");
-    for kind in ["single", "multi", "large", "approval"] {
+    for kind in ["single", "multi", "large", "approval", "recovery"] {
         assert!(
             report.tasks.iter().any(|r| serde_json::to_value(r.kind).unwrap() == kind),
             "the suite has {kind} tasks"
