@@ -6,6 +6,7 @@ mod access;
 mod approvals;
 mod hub;
 mod oauth;
+mod openapi;
 mod push;
 mod support;
 mod wrangler;

@@ -18,14 +18,14 @@ use crate::access::Hub;
 use crate::support::{Upstream, packages, repo, target_dir};
 
 /// The local CLI with a store of its own, pointed at the hub.
-struct Local {
+pub(crate) struct Local {
     dir: tempfile::TempDir,
     hub: String,
     document: String,
 }
 
 impl Local {
-    fn new(hub: &Hub) -> Local {
+    pub(crate) fn new(hub: &Hub) -> Local {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         Local { dir, hub: hub.public(), document: site_document() }
@@ -35,7 +35,7 @@ impl Local {
         self.dir.path().join("hub")
     }
 
-    fn run(&self, args: &[&str], stdin: &str) -> (bool, String, String) {
+    pub(crate) fn run(&self, args: &[&str], stdin: &str) -> (bool, String, String) {
         let bin = target_dir().join("debug/capabilities");
         assert!(bin.exists(), "no local binary at {}: run `cargo build -p capabilities`", bin.display());
         let home = self.dir.path().join("home");
@@ -66,13 +66,13 @@ impl Local {
         (out.status.success(), stdout, stderr)
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (ok, stdout, stderr) = self.run(args, "");
         assert!(ok, "`capabilities {}` failed:\n{stdout}\n{stderr}", args.join(" "));
         stdout
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
         let out = self.ok(&all);
@@ -80,7 +80,7 @@ impl Local {
     }
 
     /// The access token `hub login` keeps, read from the file keychain.
-    fn access_token(&self) -> String {
+    pub(crate) fn access_token(&self) -> String {
         let text = std::fs::read_to_string(self.home().join("secrets.json")).unwrap();
         let secrets: Value = serde_json::from_str(&text).unwrap();
         let tokens = secrets["values"]["#hosted"]["login"]["#oauth"].as_str().expect("the login's tokens");
