@@ -87,6 +87,7 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
     if config.problems.is_empty() {
         checks.push(ok("store", "records", format!("{} source record(s) readable", config.sources.len())));
     }
+    checks.extend(run_checks(&store));
     checks.extend(source_checks(&config, &store, Duration::from_secs(args.timeout.max(1)))?);
     checks.extend(schema_checks(&config));
     let token = store.root().join("http-token");
@@ -106,6 +107,33 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
     checks.push(keychain_check(&store));
     checks.extend(harness_checks());
     finish(settings, &checks)
+}
+
+/// Run records and journals: one that cannot be read is named, since `hub runs` and a resume
+/// cannot use it.
+fn run_checks(store: &Store) -> Vec<Check> {
+    let (runs, unreadable) = super::runs::scan(store);
+    if unreadable.is_empty() {
+        return vec![ok(
+            "store",
+            "runs",
+            format!("{} run record(s) and their journals readable", runs.len()),
+        )];
+    }
+    unreadable
+        .into_iter()
+        .map(|u| {
+            problem(
+                "store",
+                "run",
+                format!("{}: {}", u.file, u.reason),
+                format!(
+                    "the run cannot be shown or resumed; remove {} (and the run's other files), then run doctor again",
+                    store.root().join(&u.file).display()
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Tools whose input schema the hub cannot check calls against: they still run, unchecked, so

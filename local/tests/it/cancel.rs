@@ -51,8 +51,8 @@ impl Hub {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let (_, stdout, _) = self.run(&["--json", "runs", "--status", "running"]);
-            if let Ok(Value::Array(rows)) = serde_json::from_str::<Value>(&stdout) {
-                if let Some(id) = rows.first().and_then(|r| r["id"].as_str()) {
+            if let Ok(Value::Object(list)) = serde_json::from_str::<Value>(&stdout) {
+                if let Some(id) = list["runs"].get(0).and_then(|r| r["id"].as_str()) {
                     return (child, id.to_owned());
                 }
             }

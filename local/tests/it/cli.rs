@@ -338,3 +338,67 @@ fn a_sources_instructions_describe_it_in_search() {
         weak.stdout
     );
 }
+
+/// Run history: filters by status, source, text and time, `runs show` with each call's timing,
+/// decision and preview, and a corrupt record named by `hub runs` and `hub doctor` instead of
+/// vanishing.
+#[test]
+fn run_history_filters_shows_decisions_and_names_corrupt_records() {
+    let hub = Hub::new();
+    assert_eq!(hub.add_memory(&["--yes"]).code, 0);
+    let read = hub.run(&["exec", "return await memory.readGraph({})"]);
+    assert_eq!(read.code, 0, "{}{}", read.stdout, read.stderr);
+    let plain = hub.run(&["exec", "return 'no calls here'"]);
+    assert_eq!(plain.code, 0);
+    let write = r#"return await memory.createEntities({ entities: [{ name: "a", entityType: "t", observations: [] }] })"#;
+    let paused = hub.run(&["exec", write]);
+    assert_eq!(paused.code, 4, "{}{}", paused.stdout, paused.stderr);
+    let written = run_id(&paused.stdout);
+    assert_eq!(hub.run(&["approve", &written, "--choice", "once"]).code, 0);
+
+    let list = |args: &[&str]| -> Value {
+        let mut all = vec!["--json", "runs"];
+        all.extend_from_slice(args);
+        let out = hub.run(&all);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    assert_eq!(list(&[])["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(list(&["--source", "memory"])["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(list(&["--source", "mem"])["runs"].as_array().unwrap().len(), 0, "a namespace, not a prefix");
+    let texts = list(&["--text", "NO CALLS"]);
+    assert_eq!(texts["runs"].as_array().unwrap().len(), 1, "{texts}");
+    assert_eq!(texts["runs"][0]["calls"], 0);
+    assert_eq!(list(&["--text", "createEntities"])["runs"][0]["id"], written.as_str());
+    assert_eq!(list(&["--since", "1h"])["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(list(&["--until", "2020-01-01"])["runs"].as_array().unwrap().len(), 0);
+    assert_eq!(list(&["--limit", "1"])["runs"].as_array().unwrap().len(), 1);
+    let bad = hub.run(&["runs", "--since", "yesterday"]);
+    assert_eq!(bad.code, 2, "a usage error: {}", bad.stderr);
+    assert!(bad.stderr.contains("not an age (30m, 2h, 7d) or a UTC date"), "{}", bad.stderr);
+
+    let shown = hub.run(&["runs", "show", &written]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("journal:"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("ok    memory.createEntities"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("decided: allowed once by a person at the terminal"), "{}", shown.stdout);
+    let json: Value = serde_json::from_str(&hub.run(&["--json", "runs", "show", &written]).stdout).unwrap();
+    let call = &json["journal"][0];
+    assert_eq!(call["address"], "memory.createEntities", "{json}");
+    assert_eq!(call["ok"], true);
+    assert_eq!(call["decision"]["choice"], "once");
+    assert_eq!(call["decision"]["channel"], "cli");
+    assert!(call["preview"].as_str().unwrap().contains("\"a\""), "{json}");
+
+    // A record cut short by hand: named with the reason, the others still listed.
+    let broken = run_id(&read.stdout);
+    std::fs::write(hub.home().join("runs").join(format!("{broken}.json")), "{\"id\": ").unwrap();
+    let listed = list(&[]);
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 2, "{listed}");
+    assert_eq!(listed["unreadable"][0]["file"], format!("runs/{broken}.json"), "{listed}");
+    let text = hub.run(&["runs"]);
+    assert!(text.stdout.contains(&format!("cannot read runs/{broken}.json")), "{}", text.stdout);
+    let doctor = hub.run(&["--json", "doctor"]);
+    assert!(doctor.stdout.contains(&format!("runs/{broken}.json")), "doctor names it: {}", doctor.stdout);
+    assert_ne!(doctor.code, 0, "and says something is wrong: {}", doctor.stdout);
+}
