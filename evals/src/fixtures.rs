@@ -4,14 +4,29 @@
 
 use serde_json::{Value, json};
 
-/// The fixture sources, in the order they are added to the hub.
+/// The fixture MCP sources, in the order they are added to the hub.
 pub const SOURCES: [&str; 5] = ["tracker", "chat", "calendar", "docs", "crm"];
 
-/// Writes the person's standing policy: everyday writes to the tracker, chat and docs run
-/// without asking; calendar and CRM writes, and anything destructive, ask.
-const ALLOWED_SOURCES: [&str; 3] = ["tracker", "chat", "docs"];
-const ASKING_TOOLS: [&str; 4] =
-    ["tracker.deleteIssue", "chat.deleteMessage", "chat.archiveChannel", "docs.deleteDocument"];
+/// The fixture HTTP API source (`servers/store.mjs`, described by `store.openapi.json`).
+pub const STORE: &str = "store";
+
+/// Every fixture namespace, MCP and HTTP API.
+pub const NAMESPACES: [&str; 6] = ["tracker", "chat", "calendar", "docs", "crm", STORE];
+
+/// Writes the person's standing policy: everyday writes to the tracker, chat, docs and the
+/// store run without asking; calendar and CRM writes, money going back, and anything
+/// destructive ask.
+const ALLOWED_SOURCES: [&str; 4] = ["tracker", "chat", "docs", STORE];
+const ASKING_TOOLS: [&str; 8] = [
+    "tracker.deleteIssue",
+    "chat.deleteMessage",
+    "chat.archiveChannel",
+    "docs.deleteDocument",
+    "store.refundOrder",
+    "store.cancelOrder",
+    "store.deleteProduct",
+    "store.deleteCoupon",
+];
 
 /// The rules of that policy, as the policy file holds them.
 pub(crate) fn rules() -> Value {

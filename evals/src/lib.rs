@@ -1,6 +1,7 @@
 //! The offline eval harness: tasks, fixtures and token accounting that compare code mode
 //! (search, describe, execute through the hub) with direct tools (every definition loaded).
 
+pub mod api;
 pub mod check;
 pub mod fixtures;
 pub mod hosted;
@@ -60,7 +61,12 @@ pub fn run_suite(
     let suite = Suite::prepare(setup)?;
     let mut rows = Vec::new();
     let mut transcripts = Vec::new();
+    let mut left_out = Vec::new();
     for task in &tasks {
+        if !suite.serves(task) {
+            left_out.push(task.id.clone());
+            continue;
+        }
         let (code, direct) = match driver {
             Driver::Scripted => (suite.run_code(task), suite.run_direct(task)),
             Driver::Live { api, .. } => {
@@ -92,17 +98,16 @@ pub fn run_suite(
         each(&row);
         rows.push(row);
     }
-    Ok((
-        Report::new(
-            suite.hub_kind(),
-            suite.surface_tokens,
-            suite.direct_tokens,
-            suite.direct_tool_count,
-            scale,
-            rows,
-        ),
-        transcripts,
-    ))
+    let mut report = Report::new(
+        suite.hub_kind(),
+        suite.surface_tokens,
+        suite.direct_tokens,
+        suite.direct_tool_count,
+        scale,
+        rows,
+    );
+    report.left_out = left_out;
+    Ok((report, transcripts))
 }
 
 /// Everything the model read in one task, both modes.

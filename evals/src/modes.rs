@@ -8,12 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use capabilities_core::manifest::Manifest;
+use capabilities_core::openapi::HttpOperation;
 use capabilities_core::tokens;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::api::{self, STORE_KEY, StoreApi};
 use crate::check;
-use crate::fixtures::{SOURCES, rules};
+use crate::fixtures::{NAMESPACES, SOURCES, STORE, rules};
 use crate::hosted::HostedHub;
 use crate::rpc::{Peer, result_text};
 use crate::task::{CodeStep, Task};
@@ -212,6 +215,9 @@ pub struct Suite {
     home: PathBuf,
     /// The hosted tenant, when code mode runs there.
     hosted: Option<HostedHub>,
+    /// The HTTP API fixture, when this hub serves it: its direct tools' operations and the
+    /// store behind Prism for each mode.
+    store: Option<Store>,
     /// Instructions and tools of `hub serve`, as the model reads them.
     pub surface_text: String,
     pub surface_tokens: usize,
@@ -226,10 +232,20 @@ pub struct Suite {
     pub direct_tools: Vec<Value>,
 }
 
+/// The store API for each mode, and what direct tools need to call it.
+struct Store {
+    /// Code mode's store, which the hub calls; held so it lives as long as the suite.
+    _code: StoreApi,
+    direct: StoreApi,
+    operations: BTreeMap<String, HttpOperation>,
+    client: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
 /// The `namespace.tool` addresses a piece of code calls, for the fixture namespaces.
 pub fn addresses(code: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for source in SOURCES {
+    for source in NAMESPACES {
         let needle = format!("{source}.");
         let mut rest = code;
         while let Some(at) = rest.find(&needle) {
@@ -289,6 +305,7 @@ impl Suite {
             direct_state,
             home,
             hosted: None,
+            store: None,
             surface_text: String::new(),
             surface_tokens: 0,
             direct_tokens: tokens::count(&direct_text),
@@ -319,6 +336,7 @@ impl Suite {
                         server,
                     ])?;
                 }
+                suite.add_store()?;
                 suite.write_policy()?;
             }
             Hub::Hosted => {
@@ -340,6 +358,82 @@ impl Suite {
         suite.surface_tools = tools;
         suite.surface_tokens = tokens::count(&suite.surface_text);
         Ok(suite)
+    }
+
+    /// The store API as an OpenAPI source, added as a person adds a document (the key on
+    /// stdin), with Prism in front for each mode; direct tools get one tool per operation from
+    /// the manifest the hub wrote.
+    fn add_store(&mut self) -> Result<()> {
+        let code = StoreApi::start(&self.setup.repo, &self.code_state.join(format!("{STORE}.json")))?;
+        let direct = StoreApi::start(&self.setup.repo, &self.direct_state.join(format!("{STORE}.json")))?;
+        let document = self.setup.repo.join("evals/fixtures/store.openapi.json");
+        let document = document.to_str().context("the repository path is UTF-8")?;
+        let args = ["add", document, "--namespace", STORE, "--base-url", &code.base_url, "--stdin", "--yes"];
+        self.hub_with_stdin(&args, &format!("{STORE_KEY}\n"))?;
+        let path = self.home.join(format!("manifests/{STORE}.json"));
+        let manifest: Manifest =
+            serde_json::from_slice(&std::fs::read(&path).context("hub add wrote the manifest")?)
+                .with_context(|| format!("reading {}", path.display()))?;
+        let mut operations = BTreeMap::new();
+        for (name, definition, op) in api::direct_tools(&manifest) {
+            self.direct_tools.push(definition);
+            operations.insert(name, op);
+        }
+        if operations.is_empty() {
+            bail!("the hub's manifest of `{STORE}` has no HTTP operations");
+        }
+        self.direct_text = Value::Array(self.direct_tools.clone()).to_string();
+        self.direct_tokens = tokens::count(&self.direct_text);
+        self.direct_tool_count = self.direct_tools.len();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(60)).build()?;
+        self.store = Some(Store { _code: code, direct, operations, client, runtime });
+        Ok(())
+    }
+
+    /// The namespaces this hub serves: the MCP fixtures, and the store API on the local hub.
+    pub fn namespaces(&self) -> Vec<&'static str> {
+        let mut all = SOURCES.to_vec();
+        if self.store.is_some() {
+            all.push(STORE);
+        }
+        all
+    }
+
+    /// True when every source the task's checks read, and its direct solution calls (but for a
+    /// call meant to fail), is served here.
+    pub fn serves(&self, task: &Task) -> bool {
+        let served = self.namespaces();
+        let called = task
+            .direct
+            .iter()
+            .filter(|c| c.expect_error.is_empty())
+            .filter_map(|c| c.call.split_once("__").map(|(ns, _)| ns));
+        task.check.iter().map(|c| c.source.as_str()).chain(called).all(|ns| served.contains(&ns))
+    }
+
+    fn hub_with_stdin(&self, args: &[&str], input: &str) -> Result<String> {
+        use std::io::Write;
+        let mut child = self
+            .command()
+            .arg("hub")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .context("running capabilities")?;
+        child.stdin.take().context("piped stdin")?.write_all(input.as_bytes())?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!(
+                "`capabilities hub {}` failed: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     fn write_policy(&self) -> Result<()> {
@@ -400,7 +494,7 @@ impl Suite {
     }
 
     pub(crate) fn reset(&self, state: &Path) -> Result<()> {
-        for source in SOURCES {
+        for source in self.namespaces() {
             let name = format!("{source}.json");
             std::fs::copy(self.seeds.join(&name), state.join(&name))
                 .with_context(|| format!("resetting {source}'s state"))?;
@@ -410,7 +504,7 @@ impl Suite {
 
     pub(crate) fn states(&self, dir: &Path) -> Result<BTreeMap<String, Value>> {
         let mut states = BTreeMap::new();
-        for source in SOURCES {
+        for source in self.namespaces() {
             let path = dir.join(format!("{source}.json"));
             let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             states.insert(source.to_owned(), serde_json::from_slice(&text)?);
@@ -584,7 +678,13 @@ impl Suite {
                 json!({"name": call.call, "input": call.arguments}).to_string(),
             ));
             let given = self.direct_tools.iter().any(|t| t["name"] == json!(call.call));
+            let store_op = self.store.as_ref().and_then(|s| Some((s, s.operations.get(&call.call)?)));
             let (failed, text) = match call.call.split_once("__") {
+                Some(_) if given && store_op.is_some() => {
+                    let (store, op) = store_op.context("matched above")?;
+                    let api = store.direct.http_api();
+                    api::call(&store.client, &store.runtime, &api, op, &call.arguments)?
+                }
                 Some((source, tool)) if given => {
                     if !peers.contains_key(source) {
                         peers.insert(source.to_owned(), self.fixture(source)?);
