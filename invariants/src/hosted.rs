@@ -235,6 +235,54 @@ impl Hosted {
     }
 }
 
+impl Hosted {
+    /// An HTTP API source as `hub push` carries it: a person adds the document on this target's
+    /// own store with the CLI (the local hub reads the document and reviews the operations),
+    /// and its records are loaded as they are: the base URL as the source's URL and its origin
+    /// as the reviewed one, the `api` record, the manifest, the connections, what review pinned
+    /// and ruled, and the credential the person typed.
+    fn add_api(&mut self, source: &SourceSpec, credential: Option<&str>) {
+        crate::target::add_locally(&self.home, source);
+        let ns = source.namespace.as_str();
+        let read = |path: &str| -> Option<Value> {
+            let bytes = std::fs::read(self.home.path().join(path)).ok()?;
+            Some(serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{path} is JSON ({e})")))
+        };
+        let record = read(&format!("sources/{ns}.json")).expect("hub add wrote the source's record");
+        let mut api = record["spec"]["transport"].clone();
+        assert_eq!(api["type"], "openapi", "{ns} was added as an HTTP API: {record}");
+        api.as_object_mut().unwrap().remove("type");
+        let base_url = api["baseUrl"].as_str().expect("the API's base URL").to_owned();
+        let manifest = read(&format!("manifests/{ns}.json")).expect("hub add wrote the manifest");
+        let connections = read(&format!("connections/{ns}.json")).unwrap_or_else(|| json!({}));
+        let policy: PolicyState =
+            serde_json::from_value(read("policies/policy.json").expect("hub add wrote the policy")).unwrap();
+        let ours = |address: &String| address.split_once('.').is_some_and(|(n, _)| n == ns);
+        self.loaded.policy.reviewed.extend(policy.reviewed.into_iter().filter(|(a, _)| ours(a)));
+        for rule in policy.rules {
+            if !self.loaded.policy.rules.contains(&rule) {
+                self.loaded.policy.rules.push(rule);
+            }
+        }
+        self.loaded.sources.push(json!({
+            "namespace": ns,
+            "url": base_url,
+            "reviewedOrigin": origin_of(&base_url),
+            "manifest": manifest,
+            "connections": connections.get("connections").cloned().unwrap_or_else(|| json!([])),
+            "defaultConnection": connections.get("default").cloned().unwrap_or(Value::Null),
+            "api": api,
+        }));
+        if let Some(value) = credential {
+            let slot = capabilities_core::openapi::HttpAuth::SLOT;
+            self.loaded
+                .secrets
+                .push(json!({"namespace": ns, "connection": "default", "values": [[slot, value]]}));
+        }
+        self.load();
+    }
+}
+
 /// The tools an MCP server at `url` lists and its `initialize` instructions, read as a person's
 /// tooling would: initialize, then `tools/list` on the session it opened (JSON or SSE answers).
 pub fn list_tools(url: &str) -> (Vec<Value>, Option<String>) {
@@ -342,8 +390,12 @@ impl Target for Hosted {
     }
 
     fn add_source(&mut self, source: &SourceSpec) {
-        let Transport::Http { url } = &source.transport else {
-            panic!("hosted upstreams are HTTP(S) only: add `{}` by URL", source.namespace);
+        let url = match &source.transport {
+            Transport::Http { url } => url,
+            Transport::OpenApi { credential, .. } => return self.add_api(source, credential.as_deref()),
+            Transport::Stdio { .. } => {
+                panic!("hosted upstreams are HTTP(S) only: add `{}` by URL", source.namespace)
+            }
         };
         let namespace = Namespace::new(&source.namespace).unwrap();
         // The manifest as a local hub's push carries it: its tools and the source's description.
@@ -380,6 +432,10 @@ impl Target for Hosted {
     }
 
     fn refresh(&mut self, namespace: &str, accept: bool) -> String {
+        assert!(
+            self.source_mut(namespace).get("api").is_none(),
+            "`{namespace}` is an HTTP API: its refresh re-reads a document, which this target does not model"
+        );
         let url = self.source_url(namespace);
         let before: Manifest =
             serde_json::from_value(self.source_mut(namespace)["manifest"].clone()).unwrap();

@@ -40,6 +40,10 @@ pub enum Transport {
     Stdio { command: Vec<String>, env: Vec<(String, String)> },
     /// A streamable HTTP endpoint.
     Http { url: String },
+    /// An HTTP API described by an OpenAPI document (a file or a URL), its requests going to
+    /// `base_url`; `credential` is typed in once at add (`--stdin`), or with `None` the API is
+    /// added with `--auth none`.
+    OpenApi { document: String, base_url: String, credential: Option<String> },
 }
 
 /// A source as a person adds it, its tools reviewed as proposed (reads allowed, the rest ask).
@@ -108,28 +112,7 @@ pub trait Target {
 
     /// A person adds `source`, accepting the proposed policy.
     fn add_source(&mut self, source: &SourceSpec) {
-        let mut args: Vec<String> = vec!["add".into(), "--yes".into(), "--no-input".into()];
-        args.extend(["--namespace".into(), source.namespace.clone()]);
-        match &source.transport {
-            Transport::Stdio { command, env } => {
-                for slot in &source.slots {
-                    args.extend(["--env".into(), slot.clone()]);
-                }
-                for (name, value) in env {
-                    args.extend(["--env".into(), format!("{name}={value}")]);
-                }
-                args.push("--".into());
-                args.extend(command.iter().cloned());
-            }
-            Transport::Http { url } => {
-                for slot in &source.slots {
-                    args.extend(["--header".into(), slot.clone()]);
-                }
-                args.push(url.clone());
-            }
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.cli(&args, None).expect_code(0);
+        add_locally(self.hub(), source);
     }
 
     /// A person fills credential `slot` of `namespace`'s default connection.
@@ -221,6 +204,44 @@ pub trait Target {
     fn resume(&mut self, run_id: &str) -> Value {
         envelope(self.call("execute", json!({"resume": run_id})))
     }
+}
+
+/// `hub add` of `source` on `hub`'s store, as a person runs it, accepting the proposed policy.
+pub fn add_locally(hub: &Home, source: &SourceSpec) {
+    let mut stdin = None;
+    let mut args: Vec<String> = vec!["add".into(), "--yes".into(), "--no-input".into()];
+    args.extend(["--namespace".into(), source.namespace.clone()]);
+    match &source.transport {
+        Transport::Stdio { command, env } => {
+            for slot in &source.slots {
+                args.extend(["--env".into(), slot.clone()]);
+            }
+            for (name, value) in env {
+                args.extend(["--env".into(), format!("{name}={value}")]);
+            }
+            args.push("--".into());
+            args.extend(command.iter().cloned());
+        }
+        Transport::Http { url } => {
+            for slot in &source.slots {
+                args.extend(["--header".into(), slot.clone()]);
+            }
+            args.push(url.clone());
+        }
+        Transport::OpenApi { document, base_url, credential } => {
+            args.extend(["--base-url".into(), base_url.clone()]);
+            match credential {
+                Some(value) => {
+                    args.push("--stdin".into());
+                    stdin = Some(format!("{value}\n"));
+                }
+                None => args.extend(["--auth".into(), "none".into()]),
+            }
+            args.push(document.clone());
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    hub.cli(&args, stdin.as_deref()).expect_code(0);
 }
 
 /// The run ids in a listing of runs.
