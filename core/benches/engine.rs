@@ -97,6 +97,7 @@ fn bench(c: &mut Criterion) {
             entropy: &entropy,
             limits: Limits::DEFAULT,
             words: &surface.words,
+            profile: capabilities_core::record::DEFAULT_PROFILE,
         };
         let envelope = Envelope::render(block_on(engine.execute(code)), &Limits::DEFAULT, &surface.words);
         assert_eq!(envelope.status, "completed", "{}", envelope.to_line());

@@ -125,6 +125,11 @@ pub enum PolicyError {
     PinnedSourceRule(String),
     #[error("a rule on {0} names an empty connection: name one, or drop `connection`")]
     EmptyConnection(String),
+    #[error(
+        "a profile's rule on {0} allows, but a profile can only tighten the hub's policy: make it \
+         `ask` or `deny`, or change the hub's own rule"
+    )]
+    LoosensPolicy(String),
 }
 
 /// The rules of one target, split by connection. At most one rule per connection.
@@ -379,6 +384,12 @@ impl Policy {
     ) -> Effect {
         self.decide(&Call::to_tool(address, tool, default_connection, reviewed)).effect
     }
+
+    /// The strictest effect any rule matching this call names, ignoring contract pins (a
+    /// profile's rules only tighten, so a pin has nothing to switch off).
+    fn strictest(&self, address: &ToolAddress, connection: Option<&str>) -> Option<&Rule> {
+        self.matching(address, connection).into_iter().flatten().max_by_key(|r| r.effect)
+    }
 }
 
 /// How the review screen groups a tool.
@@ -455,6 +466,13 @@ impl PolicyView for CompiledPolicy {
         if let (Reason::ContractChanged { .. }, Some(changes)) = (&decision.reason, self.changes.get(&key)) {
             reason = format!("{reason}: {}", changes.join("; "));
         }
+        if let Some(rule) = self.tightened(address, connection, decision.effect) {
+            let verb = if rule.effect == Effect::Deny { "denied" } else { "approval required" };
+            return Verdict {
+                effect: rule.effect,
+                reason: format!("{verb} by the profile's rule on {}", rule.where_()),
+            };
+        }
         Verdict { effect: decision.effect, reason }
     }
 }
@@ -493,6 +511,53 @@ mod tests {
         assert!(matches!(Policy::new(empty), Err(PolicyError::EmptyConnection(_))));
         let bad: Result<Policy, _> = serde_json::from_str(r#"[{"source":"Bad Name","effect":"deny"}]"#);
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn a_profiles_overlay_only_tightens() {
+        let (manifest, _) = Manifest::from_tools_list(
+            Namespace::new("gh").unwrap(),
+            &[
+                serde_json::json!({ "name": "read", "inputSchema": { "type": "object" }, "annotations": { "readOnlyHint": true } }),
+                serde_json::json!({ "name": "write", "inputSchema": { "type": "object" } }),
+            ],
+        );
+        let mut state = PolicyState::default();
+        for tool in &manifest.tools {
+            state.reviewed.insert(manifest.address(tool).to_string(), tool.digest);
+        }
+        state.rules.push(rule(r#"{"tool":"gh.write","effect":"allow"}"#));
+        let hub = CompiledPolicy::new(state).unwrap();
+        let effect = |policy: &CompiledPolicy, ident: &str| {
+            let tool = manifest.tool(ident).unwrap();
+            policy.decide(&manifest.address(tool), None, tool)
+        };
+        assert_eq!(effect(&hub, "write").effect, Effect::Allow);
+        let profile = hub
+            .clone()
+            .with_overlay(vec![
+                rule(r#"{"source":"gh","effect":"ask"}"#),
+                rule(r#"{"tool":"gh.read","effect":"deny"}"#),
+            ])
+            .unwrap();
+        let write = effect(&profile, "write");
+        assert_eq!(
+            (write.effect, write.reason.as_str()),
+            (Effect::Ask, "approval required by the profile's rule on gh")
+        );
+        assert_eq!(effect(&profile, "read").effect, Effect::Deny);
+        let tool = manifest.tool("read").unwrap();
+        assert_eq!(profile.listing_effect(&manifest.address(tool), tool, None), Effect::Deny);
+        // An ask overlay over a hub deny stays a deny.
+        let mut state = PolicyState::default();
+        state.rules.push(rule(r#"{"source":"gh","effect":"deny"}"#));
+        let denied = CompiledPolicy::new(state)
+            .unwrap()
+            .with_overlay(vec![rule(r#"{"source":"gh","effect":"ask"}"#)])
+            .unwrap();
+        assert_eq!(effect(&denied, "read").effect, Effect::Deny);
+        let loosens = hub.with_overlay(vec![rule(r#"{"tool":"gh.write","effect":"allow"}"#)]).unwrap_err();
+        assert!(loosens.to_string().contains("can only tighten"), "{loosens}");
     }
 
     #[test]
@@ -590,6 +655,9 @@ pub struct CompiledPolicy {
     pub policy: Policy,
     pub reviewed: std::collections::BTreeMap<String, ContractDigest>,
     pub changes: std::collections::BTreeMap<String, Vec<String>>,
+    /// A profile's rules over the hub's: `ask` and `deny` only, each making a call stricter
+    /// than the hub's policy alone would, never looser.
+    pub overlay: Policy,
 }
 
 impl CompiledPolicy {
@@ -598,7 +666,23 @@ impl CompiledPolicy {
             policy: Policy::new(state.rules)?,
             reviewed: state.reviewed,
             changes: state.changes,
+            overlay: Policy::default(),
         })
+    }
+
+    /// This policy with a profile's rules over it. A rule that allows is refused: an overlay
+    /// may only tighten.
+    pub fn with_overlay(mut self, rules: Vec<Rule>) -> Result<CompiledPolicy, PolicyError> {
+        if let Some(rule) = rules.iter().find(|r| r.effect == Effect::Allow) {
+            return Err(PolicyError::LoosensPolicy(rule.where_().to_string()));
+        }
+        self.overlay = Policy::new(rules)?;
+        Ok(self)
+    }
+
+    /// The hub's effect, made stricter by the overlay's matching rule if it has one.
+    fn tightened(&self, address: &ToolAddress, connection: Option<&str>, effect: Effect) -> Option<&Rule> {
+        self.overlay.strictest(address, connection).filter(|r| r.effect > effect)
     }
 
     /// What `search` and `describe` show for a tool with its source's default connection.
@@ -609,6 +693,7 @@ impl CompiledPolicy {
         default_connection: Option<&str>,
     ) -> Effect {
         let reviewed = self.reviewed.get(&address.to_string());
-        self.policy.effect_for_listing(address, tool, default_connection, reviewed)
+        let effect = self.policy.effect_for_listing(address, tool, default_connection, reviewed);
+        self.tightened(address, default_connection, effect).map_or(effect, |r| r.effect)
     }
 }

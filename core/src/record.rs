@@ -180,6 +180,20 @@ pub struct RunRecord {
     pub decisions: Vec<DecisionRecord>,
     #[serde(default)]
     pub output: RunOutput,
+    /// The profile that started the run; only the same profile resumes or cancels it.
+    #[serde(default = "default_profile", skip_serializing_if = "is_default_profile")]
+    pub profile: String,
+}
+
+/// The profile a run belongs to when its record names none.
+pub const DEFAULT_PROFILE: &str = "default";
+
+fn default_profile() -> String {
+    DEFAULT_PROFILE.to_owned()
+}
+
+fn is_default_profile(profile: &str) -> bool {
+    profile == DEFAULT_PROFILE
 }
 
 impl RunRecord {

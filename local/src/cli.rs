@@ -66,6 +66,8 @@ pub enum HubCommand {
     Refresh(commands::refresh::RefreshArgs),
     /// Decide the tools that are new or changed since they were accepted.
     Review(commands::review::ReviewArgs),
+    /// Named profiles: which sources and tools an endpoint serves, with rules that tighten.
+    Profiles(commands::profiles::ProfilesArgs),
     /// Decide the calls a run waits for, then resume it.
     Approve(commands::approve::ApproveArgs),
     /// Cancel a run.
@@ -102,6 +104,7 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Doctor(args)) => commands::doctor::run(&settings, args),
         Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
         Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
+        Command::Hub(HubCommand::Profiles(args)) => commands::profiles::run(&settings, args),
         Command::Hub(HubCommand::Serve(args)) => commands::serve::run(&settings, args),
         Command::Hub(HubCommand::Add(args)) => commands::add::run(&settings, *args),
         Command::Hub(HubCommand::List(args)) => commands::list::run(&settings, args),

@@ -170,7 +170,7 @@ pub fn write_json<T: Serialize>(store: &Store, relative: &str, value: &T) -> Res
 }
 
 /// The directories whose records make up the configuration.
-const CONFIG_DIRS: [&str; 4] = ["sources", "manifests", "connections", "policies"];
+const CONFIG_DIRS: [&str; 5] = ["sources", "manifests", "connections", "policies", "profiles"];
 
 /// A directory's listing is reused only once its modification time is this old: a name added
 /// later moves the time on to a later value, however coarse the filesystem's clock.

@@ -23,6 +23,7 @@ use capabilities_core::wording::HostWords;
 use crate::cancel::Watched;
 use crate::config::{HubConfig, POLICY};
 use crate::platform::{OsEntropy, SystemClock};
+use crate::profiles;
 use crate::secrets::LocalSecrets;
 use crate::store::{Store, is_run_id};
 use crate::upstream::{PoolOptions, PooledUpstream, SourcePool};
@@ -34,6 +35,8 @@ pub struct Host {
     surface: Surface,
     upstream: PooledUpstream,
     limits: Limits,
+    /// The profile this host serves; the engine resumes only its runs.
+    profile: String,
     /// Sources' connections live on this runtime, so they outlive each run's own runtime.
     sources_runtime: Option<tokio::runtime::Runtime>,
 }
@@ -51,18 +54,37 @@ impl Drop for Host {
 impl Host {
     /// Opens the hub whose store is at `home`.
     pub fn open(home: &Path) -> Result<Host> {
-        Host::open_with(Store::open(home)?)
+        Host::open_with(Store::open(home)?, profiles::DEFAULT)
+    }
+
+    /// [`Host::open`] as profile `profile` serves the hub.
+    pub fn open_profile(home: &Path, profile: &str) -> Result<Host> {
+        Host::open_with(Store::open(home)?, profile)
+    }
+
+    /// [`Host::open`] as the profile that started run `run_id` serves the hub (the default
+    /// profile when there is no such run), so a person's decision or cancel from the terminal
+    /// resumes it with the sources and rules it started with.
+    pub fn open_for_run(home: &Path, run_id: &str) -> Result<Host> {
+        let store = Store::open(home)?;
+        let profile = match is_run_id(run_id).then(|| store.load_run_sync(run_id)) {
+            Some(Ok(Some(run))) => run.profile,
+            _ => profiles::DEFAULT.to_owned(),
+        };
+        Host::open_with(store, &profile)
     }
 
     /// [`Host::open`] for a server: run records are written behind the run (see
     /// [`crate::store`]); the server calls [`crate::store::wait_for_writes`] before it exits.
-    pub fn open_for_server(home: &Path) -> Result<Host> {
+    pub fn open_for_server(home: &Path, profile: &str) -> Result<Host> {
         let mut store = Store::open(home)?;
         store.write_records_behind();
-        Host::open_with(store)
+        Host::open_with(store, profile)
     }
 
-    fn open_with(store: Store) -> Result<Host> {
+    /// Opens the hub as profile `profile` serves it: only its sources and tools, its rules
+    /// over the hub's policy.
+    fn open_with(store: Store, profile: &str) -> Result<Host> {
         for warning in &store.warnings {
             warn(warning);
         }
@@ -70,15 +92,22 @@ impl Host {
         for problem in &config.problems {
             warn(problem);
         }
-        let catalog = config.catalog();
+        let profile = profiles::require(&store, profile)?;
+        for pattern in profile.unmatched(&config) {
+            warn(&format!("profile `{}` serves `{pattern}`, which matches no tool of the hub", profile.name));
+        }
+        let catalog = profile.catalog(&config);
         let pool = SourcePool::with_sources(
             PoolOptions::default(),
             config.sources.iter().map(|(s, _, _)| s.spec.clone()),
         );
         let limits = Limits::DEFAULT;
-        let (surface, invalid) = Surface::from_config(catalog, config.policy.clone(), limits, words());
+        let (mut surface, invalid) = Surface::from_config(catalog, config.policy.clone(), limits, words());
         if let Some(err) = invalid {
             warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
+        }
+        if !profile.rules.is_empty() {
+            surface.policy = std::mem::take(&mut surface.policy).with_overlay(profile.rules)?;
         }
         let sources_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -87,7 +116,8 @@ impl Host {
             .build()
             .context("starting the runtime for MCP sources")?;
         let upstream = PooledUpstream::new(pool, sources_runtime.handle().clone());
-        Ok(Host { store, config, surface, upstream, limits, sources_runtime: Some(sources_runtime) })
+        let profile = profile.name;
+        Ok(Host { store, config, surface, upstream, limits, profile, sources_runtime: Some(sources_runtime) })
     }
 
     pub fn store(&self) -> &Store {
@@ -172,6 +202,7 @@ impl Host {
             entropy: &OsEntropy,
             limits: self.limits,
             words: &self.surface.words,
+            profile: &self.profile,
         };
         let report = runtime.block_on(async {
             match op {

@@ -14,6 +14,7 @@ pub mod oauth;
 pub mod openapi;
 pub mod page;
 pub mod platform;
+pub mod profiles;
 pub mod recorder;
 pub mod secrets;
 pub mod serve;

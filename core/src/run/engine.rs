@@ -34,6 +34,8 @@ pub struct Engine<'a> {
     pub limits: Limits,
     /// How this hub names where a person acts, for hints and waiting calls.
     pub words: &'a HostWords,
+    /// The profile serving: a run it did not start is unknown to it.
+    pub profile: &'a str,
 }
 
 impl Engine<'_> {
@@ -59,6 +61,7 @@ impl Engine<'_> {
             pending: Vec::new(),
             decisions: Vec::new(),
             output: RunOutput::default(),
+            profile: self.profile.to_owned(),
         };
         match crate::code::prepare(code, self.limits.code_bytes) {
             Ok(prepared) => {
@@ -80,8 +83,8 @@ impl Engine<'_> {
     /// Continues a run after a person decided, or returns where it stands.
     pub async fn resume(&self, run_id: &str) -> RunReport {
         let run = match self.store.load_run(run_id).await {
-            Ok(Some(run)) => run,
-            Ok(None) => return RunReport::UnknownRun(run_id.to_owned()),
+            Ok(Some(run)) if run.profile == self.profile => run,
+            Ok(_) => return RunReport::UnknownRun(run_id.to_owned()),
             Err(err) => return store_failed(run_id, &err),
         };
         match run.status {
@@ -106,7 +109,7 @@ impl Engine<'_> {
     /// Cancels a run that has not ended. Calls already made stay made.
     pub async fn cancel(&self, run_id: &str) -> RunReport {
         match self.store.load_run(run_id).await {
-            Ok(Some(mut run)) => {
+            Ok(Some(mut run)) if run.profile == self.profile => {
                 if !run.status.is_final() {
                     run.status = RunStatus::Cancelled;
                     run.pending.clear();
@@ -115,7 +118,7 @@ impl Engine<'_> {
                 }
                 self.report(run).await
             }
-            Ok(None) => RunReport::UnknownRun(run_id.to_owned()),
+            Ok(_) => RunReport::UnknownRun(run_id.to_owned()),
             Err(err) => store_failed(run_id, &err),
         }
     }

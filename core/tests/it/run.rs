@@ -219,6 +219,7 @@ impl Hub {
             entropy: &self.entropy,
             limits: self.limits,
             words: &self.surface.words,
+            profile: capabilities_core::record::DEFAULT_PROFILE,
         }
     }
 

@@ -140,6 +140,7 @@ impl rpc::Tenant for TenantHub {
                 entropy: &WorkerEntropy,
                 limits: surface.limits,
                 words: &surface.words,
+                profile: capabilities_core::record::DEFAULT_PROFILE,
             };
             let report = match request {
                 ExecuteRequest::Code(code) => engine.execute(&code).await,

@@ -94,7 +94,7 @@ pub fn run(settings: &Settings, args: ApproveArgs) -> Result<ExitCode> {
         );
         return Ok(Exit::AwaitingInput.into());
     }
-    let host = Host::open(&settings.home)?;
+    let host = Host::open_for_run(&settings.home, &args.run_id)?;
     let envelope = host.resume(&args.run_id)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())

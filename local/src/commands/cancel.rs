@@ -25,7 +25,7 @@ pub struct CancelArgs {
 }
 
 pub fn run(settings: &Settings, args: CancelArgs) -> Result<ExitCode> {
-    let host = Host::open(&settings.home)?;
+    let host = Host::open_for_run(&settings.home, &args.run_id)?;
     let Some(shown) = host.show_run(&args.run_id)? else {
         bail!("there is no run `{}`; `capabilities hub runs` lists the runs kept", args.run_id);
     };

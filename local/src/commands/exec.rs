@@ -18,6 +18,9 @@ pub struct ExecArgs {
     /// The code: the body of an async function (`return await ns.tool({...})`), or `-` to read
     /// it from stdin.
     pub code: String,
+    /// Run it as this profile serves the hub (`hub profiles list`).
+    #[arg(long, default_value = "default")]
+    pub profile: String,
 }
 
 pub fn run(settings: &Settings, args: ExecArgs) -> Result<ExitCode> {
@@ -33,7 +36,7 @@ pub fn run(settings: &Settings, args: ExecArgs) -> Result<ExitCode> {
             UsageError("no code given: pass the code as an argument, or `-` to read stdin".into()).into()
         );
     }
-    let host = Host::open(&settings.home)?;
+    let host = Host::open_profile(&settings.home, &args.profile)?;
     let envelope = host.execute(&code)?;
     print_envelope(settings, &envelope)?;
     Ok(exit_for(&envelope).into())

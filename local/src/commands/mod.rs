@@ -18,6 +18,7 @@ pub mod init;
 pub mod list;
 pub mod login;
 pub mod logout;
+pub mod profiles;
 pub mod push;
 pub mod refresh;
 pub mod remove;

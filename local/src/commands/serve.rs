@@ -22,7 +22,7 @@ pub struct ServeArgs {
     /// The port for --http, on 127.0.0.1 only; 0 picks a free one (the URL is printed on stderr).
     #[arg(long, requires = "http", default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// The profile to serve. Only `default` exists for now.
+    /// The profile to serve (`hub profiles list`); `default` serves every source.
     #[arg(long, default_value = "default")]
     pub profile: String,
 }
@@ -42,22 +42,19 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
             return Err(UsageError("pass either --stdio or --http, not both".into()).into());
         }
     };
-    if args.profile != "default" {
-        return Err(UsageError(format!(
-            "there is no profile `{}`: only `default` exists for now",
-            args.profile
-        ))
-        .into());
-    }
+    // A profile that does not exist or cannot be read is said now, not at the first call.
+    let store = crate::store::Store::open(&settings.home)?;
+    crate::profiles::require(&store, &args.profile).map_err(|e| UsageError(format!("{e:#}")))?;
+    drop(store);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the server's async runtime")?;
     let served = if http {
-        runtime.block_on(crate::serve::serve_http(&settings.home, args.port))
+        runtime.block_on(crate::serve::serve_http(&settings.home, args.port, &args.profile))
     } else {
-        runtime.block_on(crate::serve::serve_stdio(&settings.home))
+        runtime.block_on(crate::serve::serve_stdio(&settings.home, &args.profile))
     };
     // A read of stdin left pending by the transport must not hold the exit.
     runtime.shutdown_background();

@@ -37,6 +37,8 @@ type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
 pub struct HubServer {
     /// The hub's store.
     pub(super) home: PathBuf,
+    /// The profile served: which sources and tools, and its rules over the hub's policy.
+    pub(super) profile: String,
     pub(super) limits: Limits,
     host: Arc<Mutex<OpenHost>>,
     pub(super) pages: ApprovalPages,
@@ -51,8 +53,19 @@ impl std::fmt::Debug for HubServer {
 impl HubServer {
     /// Serves the hub whose store is at `home`.
     pub fn new(home: &Path) -> HubServer {
+        HubServer::for_profile(home, crate::profiles::DEFAULT)
+    }
+
+    /// Serves profile `profile` of the hub whose store is at `home`.
+    pub fn for_profile(home: &Path, profile: &str) -> HubServer {
         let pages = ApprovalPages::new(home.to_owned());
-        HubServer { home: home.to_owned(), limits: Limits::DEFAULT, host: Arc::new(Mutex::new(None)), pages }
+        HubServer {
+            home: home.to_owned(),
+            profile: profile.to_owned(),
+            limits: Limits::DEFAULT,
+            host: Arc::new(Mutex::new(None)),
+            pages,
+        }
     }
 
     /// The open hub, reopened if its configuration changed on disk since it was opened.
@@ -64,7 +77,7 @@ impl HubServer {
         {
             return Ok(Arc::clone(host));
         }
-        let host = Arc::new(Host::open_for_server(&self.home)?);
+        let host = Arc::new(Host::open_for_server(&self.home, &self.profile)?);
         *cached = Some((config_stamp_after(&self.home, Some(&stamp)), Arc::clone(&host)));
         Ok(host)
     }

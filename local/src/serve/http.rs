@@ -65,7 +65,7 @@ struct Endpoint {
 
 /// Serves MCP over HTTP on 127.0.0.1:`port` (0 picks a free port) until SIGINT or SIGTERM.
 /// Prints the URL on stderr once listening; the token is read from (or made in) the store.
-pub async fn serve_http(home: &Path, port: u16) -> Result<()> {
+pub async fn serve_http(home: &Path, port: u16, profile: &str) -> Result<()> {
     // Watch for signals before anyone learns the URL, so an early stop is still graceful.
     let mut terminate = signal(SignalKind::terminate()).context("watching for SIGTERM")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("watching for SIGINT")?;
@@ -86,7 +86,7 @@ pub async fn serve_http(home: &Path, port: u16) -> Result<()> {
         .with_allowed_origins(gate.origins())
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token());
-    let handler = HubServer::new(home);
+    let handler = HubServer::for_profile(home, profile);
     let mcp = {
         let handler = handler.clone();
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::default(), config)

@@ -8,6 +8,7 @@ mod harness;
 mod oauth;
 mod openapi;
 mod page;
+mod profiles;
 mod secrets;
 mod serve;
 mod serve_http;

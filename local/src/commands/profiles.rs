@@ -1,0 +1,236 @@
+//! `capabilities hub profiles create|list|show|edit|remove`: named profiles, each serving some
+//! of the hub's sources and tools with rules over its policy that only tighten.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use capabilities_core::policy::{Effect, Rule};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::print_stdout;
+use crate::config::HubConfig;
+use crate::error::{Exit, UsageError};
+use crate::profiles::{self, DEFAULT, Profile};
+use crate::settings::Settings;
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct ProfilesArgs {
+    #[command(subcommand)]
+    pub command: Option<ProfilesCommand>,
+}
+
+/// What a profile serves and tightens, as flags.
+#[derive(Debug, Args)]
+pub struct Shape {
+    /// A namespace (`github`), a tool address (`github.searchIssues`), or either with `*`
+    /// (`github.list*`); repeat or separate with commas.
+    #[arg(long, value_delimiter = ',', value_name = "PATTERN")]
+    pub serves: Vec<String>,
+    /// Calls to this source or tool ask a person, whatever the hub's policy says.
+    #[arg(long, value_name = "SOURCE|TOOL")]
+    pub ask: Vec<String>,
+    /// Calls to this source or tool are denied, and it is hidden from search.
+    #[arg(long, value_name = "SOURCE|TOOL")]
+    pub deny: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfilesCommand {
+    /// Make a profile: `--serves github,notes.read*`, tightened with `--ask` and `--deny`.
+    Create {
+        name: String,
+        #[command(flatten)]
+        shape: Shape,
+    },
+    /// List the profiles (`default` serves every source).
+    List,
+    /// Show one profile and the tools it serves.
+    Show { name: String },
+    /// Change a profile: `--serves` replaces what it serves; `--ask` and `--deny` add rules,
+    /// `--clear-rules` drops the ones it had first.
+    Edit {
+        name: String,
+        #[command(flatten)]
+        shape: Shape,
+        #[arg(long)]
+        clear_rules: bool,
+    },
+    /// Remove a profile. Harnesses connected with it stop working until connected again.
+    Remove { name: String },
+}
+
+pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
+    let store = Store::open(&settings.home)?;
+    let usage = |e: anyhow::Error| -> anyhow::Error { UsageError(format!("{e:#}")).into() };
+    match args.command.unwrap_or(ProfilesCommand::List) {
+        ProfilesCommand::Create { name, shape } => {
+            profiles::check_name(&name).map_err(usage)?;
+            if profiles::load(&store, &name)?.is_some() {
+                bail!(UsageError(format!(
+                    "profile `{name}` exists already: change it with `capabilities hub profiles edit {name}`"
+                )));
+            }
+            if shape.serves.is_empty() {
+                bail!(UsageError(format!(
+                    "say what `{name}` serves: --serves github, --serves github.search*, or --serves '*'"
+                )));
+            }
+            let profile =
+                Profile { name, serves: shape.serves.clone(), rules: rules(&[], &shape).map_err(usage)? };
+            write(settings, &store, &profile, "created")
+        }
+        ProfilesCommand::Edit { name, shape, clear_rules } => {
+            if name == DEFAULT {
+                bail!(UsageError(
+                    "`default` is built in and serves every source; create another profile instead"
+                        .to_owned()
+                ));
+            }
+            let Some(mut profile) = profiles::load(&store, &name)? else {
+                bail!(UsageError(format!(
+                    "there is no profile `{name}`; `capabilities hub profiles` lists them"
+                )));
+            };
+            if !shape.serves.is_empty() {
+                profile.serves = shape.serves.clone();
+            }
+            let kept = if clear_rules { Vec::new() } else { profile.rules.clone() };
+            profile.rules = rules(&kept, &shape).map_err(usage)?;
+            write(settings, &store, &profile, "changed")
+        }
+        ProfilesCommand::Remove { name } => {
+            if name == DEFAULT {
+                bail!(UsageError("`default` is built in and cannot be removed".to_owned()));
+            }
+            profiles::check_name(&name).map_err(usage)?;
+            let path = store.root().join(profiles::profile_path(&name));
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    bail!(UsageError(format!(
+                        "there is no profile `{name}`; `capabilities hub profiles` lists them"
+                    )))
+                }
+                Err(e) => bail!("removing {}: {e}", path.display()),
+            }
+            if settings.json {
+                print_stdout(&format!("{}\n", json!({ "removed": name })))?;
+            } else {
+                print_stdout(&format!("removed profile `{name}`\n"))?;
+            }
+            Ok(Exit::Ok.into())
+        }
+        ProfilesCommand::Show { name } => {
+            let profile = profiles::require(&store, &name).map_err(usage)?;
+            let config = HubConfig::load(&store);
+            let catalog = profile.catalog(&config);
+            let tools: Vec<String> = catalog.tools().map(|(address, _)| address.to_string()).collect();
+            let unmatched = profile.unmatched(&config);
+            if settings.json {
+                let value = json!({
+                    "name": profile.name, "serves": profile.serves, "rules": profile.rules,
+                    "tools": tools, "unmatched": unmatched,
+                });
+                return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
+                    .map(|()| Exit::Ok.into());
+            }
+            let mut text = describe(&profile);
+            let _ = writeln!(text, "tools ({}):", tools.len());
+            for tool in &tools {
+                let _ = writeln!(text, "  {tool}");
+            }
+            for pattern in unmatched {
+                let _ = writeln!(text, "warning: `{pattern}` matches no tool of the hub");
+            }
+            print_stdout(&text)?;
+            Ok(Exit::Ok.into())
+        }
+        ProfilesCommand::List => {
+            let mut all = Vec::new();
+            for name in profiles::names(&store) {
+                match profiles::load(&store, &name) {
+                    Ok(Some(profile)) => all.push(Ok(profile)),
+                    Ok(None) => {}
+                    Err(err) => all.push(Err((name, format!("{err:#}")))),
+                }
+            }
+            if settings.json {
+                let list: Vec<_> = all
+                    .iter()
+                    .map(|p| match p {
+                        Ok(p) => json!({ "name": p.name, "serves": p.serves, "rules": p.rules }),
+                        Err((name, why)) => json!({ "name": name, "unreadable": why }),
+                    })
+                    .collect();
+                return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&list)?))
+                    .map(|()| Exit::Ok.into());
+            }
+            let mut text = String::new();
+            for p in &all {
+                match p {
+                    Ok(p) => text.push_str(&describe(p)),
+                    Err((name, why)) => {
+                        let _ = writeln!(text, "{name}: cannot be read: {why}");
+                    }
+                }
+            }
+            print_stdout(&text)?;
+            Ok(Exit::Ok.into())
+        }
+    }
+}
+
+/// `kept` with the shape's `--ask` and `--deny` rules, each replacing a kept rule on the same
+/// target.
+fn rules(kept: &[Rule], shape: &Shape) -> Result<Vec<Rule>> {
+    let mut rules = kept.to_vec();
+    let asks = shape.ask.iter().map(|t| (t, Effect::Ask));
+    for (target, effect) in asks.chain(shape.deny.iter().map(|t| (t, Effect::Deny))) {
+        let rule = Profile::rule(target, effect)?;
+        rules.retain(|r| r.target != rule.target || r.connection.is_some());
+        rules.push(rule);
+    }
+    Ok(rules)
+}
+
+fn write(settings: &Settings, store: &Store, profile: &Profile, done: &str) -> Result<ExitCode> {
+    profile.check().map_err(|e| UsageError(format!("{e:#}")))?;
+    let config = HubConfig::load(store);
+    let unmatched = profile.unmatched(&config);
+    if !unmatched.is_empty() {
+        let sources: Vec<String> =
+            config.sources.iter().map(|(s, _, _)| s.spec.namespace.to_string()).collect();
+        bail!(UsageError(format!(
+            "{} no tool of the hub; its sources are {}",
+            unmatched.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                + if unmatched.len() == 1 { " matches" } else { " match" },
+            if sources.is_empty() { "none yet".to_owned() } else { sources.join(", ") }
+        )));
+    }
+    profiles::save(store, profile)?;
+    let tools = profile.catalog(&config).tools().count();
+    if settings.json {
+        let value =
+            json!({ "name": profile.name, "serves": profile.serves, "rules": profile.rules, "tools": tools });
+        print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+    } else {
+        print_stdout(&format!(
+            "{done} profile `{}`: {tools} tool{}; serve it with `capabilities hub serve --stdio --profile {}`\n",
+            profile.name,
+            if tools == 1 { "" } else { "s" },
+            profile.name
+        ))?;
+    }
+    Ok(Exit::Ok.into())
+}
+
+fn describe(p: &Profile) -> String {
+    let mut text = format!("{}  serves {}\n", p.name, p.serves.join(", "));
+    for rule in &p.rules {
+        let _ = writeln!(text, "  {} {}", rule.effect, rule.target);
+    }
+    text
+}
