@@ -70,7 +70,9 @@ fn eight_hubs_share_one_store() {
             }
         }
     }
-    let listed = home.cli(&["runs", "--json"], None).expect_code(0);
+    // `hub runs` shows the newest 50 unless told more.
+    let all = ids.len().to_string();
+    let listed = home.cli(&["runs", "--json", "--limit", &all], None).expect_code(0);
     for id in &ids {
         assert!(listed.stdout.contains(id.as_str()), "{id} is listed");
     }
