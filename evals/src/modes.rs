@@ -117,8 +117,8 @@ pub struct Outcome {
     /// On a task with expected errors: what the mistake and its repair cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
-    /// Calls that failed `invalid_arguments`, each checked for a person asked, a pending call or
-    /// a journal entry (code mode only).
+    /// Calls the task expects to fail `invalid_arguments`, each checked for a person asked, a
+    /// pending call or a journal entry (code mode only).
     pub invalid_calls: usize,
     /// Of those, the ones a person was asked about or that reached the journal: must be none.
     pub invalid_calls_asked: usize,
@@ -558,13 +558,16 @@ impl Suite {
                     }
                     if !expect_error.is_empty() {
                         failures.extend(expected_error(call, failed, &text, expect_error));
-                        // A call that fails its contract must never reach a person or the journal.
-                        if text.contains("invalid_arguments") {
+                        // A call meant to fail its contract must never reach a person or the
+                        // journal: checked on what the task means, not on what the hub answered,
+                        // so a hub that asks instead of refusing is caught here too.
+                        if expect_error.iter().any(|e| e == "invalid_arguments") {
                             invalid_calls += 1;
                             let asked = self.asked_about(structured)?;
                             if !asked.is_empty() {
                                 invalid_calls_asked += 1;
-                                failures.push(format!("a call that failed validation {}", asked.join(", ")));
+                                failures
+                                    .push(format!("a call meant to fail validation {}", asked.join(", ")));
                             }
                         }
                         turns.push(Turn::Failed);
@@ -645,12 +648,12 @@ impl Suite {
             None => serde_json::from_str(&self.hub(&["runs", "--status", "awaiting_input", "--json"])?)
                 .context("hub runs --json prints a list")?,
         };
-        Ok(listed
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| r["id"].as_str().or(r["runId"].as_str()).unwrap_or("?").to_owned())
-            .collect())
+        // `hub runs --json` prints `{ runs, unreadable }`; the admin API a list. Anything else
+        // fails loudly rather than pass the gate on nothing.
+        let Some(runs) = listed.get("runs").unwrap_or(&listed).as_array() else {
+            bail!("the hub's list of waiting runs is not a list: {listed}");
+        };
+        Ok(runs.iter().map(|r| r["id"].as_str().or(r["runId"].as_str()).unwrap_or("?").to_owned()).collect())
     }
 
     /// A fixture server started directly, on the direct-tools state.

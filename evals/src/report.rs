@@ -176,7 +176,7 @@ impl Report {
                 name: "no approval for an invalid call".into(),
                 ok: totals.invalid_calls > 0 && totals.invalid_calls_asked == 0,
                 detail: format!(
-                    "{} calls failed validation in code mode; {} asked a person, waited or were journaled",
+                    "{} calls in code mode meant to fail validation; {} of them asked a person, waited or were journaled",
                     totals.invalid_calls, totals.invalid_calls_asked
                 ),
             },
