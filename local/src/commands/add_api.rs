@@ -132,9 +132,12 @@ fn ask_credential(settings: &Settings, ns: &str, auth: &HttpAuth, stdin: bool) -
 /// A namespace from the API's title (`Swagger Petstore - OpenAPI 3.0` → `swaggerPetstore`), or
 /// from the base URL's host.
 fn suggest(title: &str, base_url: &str) -> Namespace {
+    // Words that say nothing about which API it is (`GitHub's official OpenAPI spec`).
+    const EMPTY: [&str; 5] = ["the", "official", "rest", "public", "s"];
+    let title = title.replace(['\'', '\u{2019}'], " ");
     let words: Vec<&str> = title
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+        .filter(|w| !w.is_empty() && !EMPTY.iter().any(|e| w.eq_ignore_ascii_case(e)))
         .take_while(|w| !w.eq_ignore_ascii_case("api") && !w.eq_ignore_ascii_case("openapi"))
         .take(2)
         .collect();
@@ -145,4 +148,17 @@ fn suggest(title: &str, base_url: &str) -> Namespace {
         });
     }
     Namespace::suggest(&words.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_from_titles() {
+        let ns = |title: &str| suggest(title, "https://api.example.com").to_string();
+        assert_eq!(ns("Swagger Petstore - OpenAPI 3.0"), "swagger_petstore");
+        assert_eq!(ns("GitHub's official OpenAPI spec + Octokit extension"), "github");
+        assert_eq!(ns("The Stripe REST API"), "stripe");
+    }
 }
