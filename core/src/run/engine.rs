@@ -175,12 +175,18 @@ impl Engine<'_> {
             None => {
                 let namespaces: Vec<&str> =
                     self.catalog.sources.iter().map(|s| s.manifest.namespace.as_str()).collect();
+                let signature = |address: &str| {
+                    let address = crate::address::ToolAddress::parse(address).ok()?;
+                    let tool = self.catalog.tool(&address)?;
+                    Some(crate::typegen::signature_line(&address, tool))
+                };
                 failures::attempt_end(
                     report.end,
                     !run.pending.is_empty(),
                     &self.limits,
                     &run.lines,
                     &namespaces,
+                    &signature,
                     self.words,
                 )
             }

@@ -28,6 +28,7 @@ pub(super) fn attempt_end(
     limits: &Limits,
     lines: &[u32],
     namespaces: &[&str],
+    signature: &dyn Fn(&str) -> Option<String>,
     words: &HostWords,
 ) -> Ended {
     match end {
@@ -47,6 +48,21 @@ pub(super) fn attempt_end(
                 .map(|line| format!(" (line {line})"))
                 .unwrap_or_default();
             Ended::Failed(unknown_source(name, &at, namespaces, words))
+        }
+        AttemptEnd::Threw(err) if err.code.is_none() && closest_tool(&err).is_some() => {
+            let at = thrown_at(err.stack.as_deref(), lines)
+                .map(|line| format!(" (line {line})"))
+                .unwrap_or_default();
+            let hint = match closest_tool(&err).and_then(signature) {
+                Some(line) => format!("call it by its name: {line}"),
+                None => "call a tool the error names, or find one with hub.search(\"what you want to do\")"
+                    .to_owned(),
+            };
+            Ended::Failed(RunError::new(
+                "unknown_tool",
+                format!("{}: {}{at}", err.name, err.message),
+                Some(&hint),
+            ))
         }
         AttemptEnd::Threw(err) => {
             let code = err.code.clone().unwrap_or_else(|| "uncaught_error".to_owned());
@@ -89,6 +105,18 @@ fn unknown_name(err: &crate::ports::GuestError) -> Option<&str> {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     plain.then_some(name)
+}
+
+/// The first tool a prelude `TypeError` for an unknown tool names as closest
+/// (`tracker has no tool "addComent"; closest: tracker.addComment. …`).
+fn closest_tool(err: &crate::ports::GuestError) -> Option<&str> {
+    if err.name != "TypeError" || !err.message.contains(" has no tool \"") {
+        return None;
+    }
+    let rest = &err.message[err.message.find("; closest: ")? + "; closest: ".len()..];
+    let end = rest.find([',', ' ']).unwrap_or(rest.len());
+    let address = rest[..end].trim_end_matches('.');
+    address.contains('.').then_some(address)
 }
 
 /// Code used a name that is neither a source nor a variable: which sources there are, and how
@@ -442,6 +470,13 @@ mod tests {
                 stack: Some("    at <anonymous> (code.js:2:5)".to_owned()),
             }),
             AttemptEnd::Threw(GuestError {
+                name: "TypeError".to_owned(),
+                message: "notes has no tool \"addNtoe\"; closest: notes.addNote, notes.addTag. hub.search(query) finds tools by what they do".to_owned(),
+                code: None,
+                hint: None,
+                stack: Some("    at <anonymous> (code.js:1:5)".to_owned()),
+            }),
+            AttemptEnd::Threw(GuestError {
                 name: "ReferenceError".to_owned(),
                 message: "myVariable is not defined".to_owned(),
                 code: None,
@@ -456,9 +491,13 @@ mod tests {
             AttemptEnd::Cancelled,
             AttemptEnd::Internal("bug".to_owned()),
         ];
+        let signature = |address: &str| {
+            (address == "notes.addNote")
+                .then(|| "notes.addNote(input: { text: string }): Promise<unknown>".to_owned())
+        };
         let mut lines = Vec::new();
         for end in ends {
-            match attempt_end(end, false, &limits, &[7, 9], &["chat", "notes"], &words) {
+            match attempt_end(end, false, &limits, &[7, 9], &["chat", "notes"], &signature, &words) {
                 Ended::Failed(e) => lines.push(format!("run  {}", run_line(&e))),
                 Ended::Cancelled(e) => lines.push(format!("run  {} (cancelled)", run_line(&e))),
                 other => lines.push(format!("run  {other:?}")),
@@ -537,6 +576,7 @@ mod tests {
             run  policy_denied: ToolError: boom (line 9) | policy forbids this tool; pick another or ask the user to change policy
             run  auth_required: ToolError: boom (line 9) | a connection needs a person to sign in again: tell the user the command the error names; retrying before that fails the same way
             run  unknown_source: ReferenceError: github is not defined (line 9); the hub has no source `github`, its sources are chat, notes | call a tool of one of those sources, or find one with hub.search("what you want to do")
+            run  unknown_tool: TypeError: notes has no tool "addNtoe"; closest: notes.addNote, notes.addTag. hub.search(query) finds tools by what they do (line 7) | call it by its name: notes.addNote(input: { text: string }): Promise<unknown>
             run  uncaught_error: ReferenceError: myVariable is not defined | catch errors around calls that may fail, or fix the code and run it again
             run  compute_limit: the code ran for more than 10000 ms of compute | look for an endless loop, or do less work per execute
             run  wall_limit: the attempt took longer than 90000 ms | split the work into several execute calls
