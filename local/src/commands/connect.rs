@@ -19,15 +19,20 @@ use crate::store::Store;
 
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
-    /// Connect only these harnesses (repeatable): claude-code, codex, cursor, claude-desktop,
-    /// antigravity, hermes, pi. Every harness found when left out.
-    #[arg(long = "client", value_name = "HARNESS")]
+    /// Connect only these harnesses (repeatable, or comma-separated: `--client cursor,zed`);
+    /// `--list` names them. Every harness found when left out.
+    #[arg(long = "client", value_name = "HARNESS", value_delimiter = ',')]
     pub client: Vec<String>,
     /// Also turn off the direct entries the hub imported, so each tool is reached only through
-    /// the hub. JSON configs keep them under `capabilitiesDisabledMcpServers`; Codex entries get
-    /// `enabled = false`. `capabilities rollback` brings them back.
+    /// the hub, and take out of them the credentials the hub's keychain now holds. Each harness
+    /// turns them off its own way (`enabled = false`, `"disabled": true`), or they move under
+    /// `capabilitiesDisabledMcpServers`. `capabilities rollback` brings them back.
     #[arg(long)]
     pub replace: bool,
+    /// List every harness the hub knows: whether it was found, its file, and whether it points
+    /// at the hub. Changes nothing.
+    #[arg(long, conflicts_with = "replace")]
+    pub list: bool,
 }
 
 /// What connect did with one harness.
@@ -42,6 +47,9 @@ pub struct Step {
 
 pub fn run(settings: &Settings, args: ConnectArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
+    if args.list {
+        return list(settings, &args.client);
+    }
     let steps = connect(settings, &store, &args.client, args.replace)?;
     Ok(if steps.iter().any(|s| s.action == "failed") { Exit::Failure } else { Exit::Ok }.into())
 }
@@ -75,7 +83,22 @@ pub fn connect(settings: &Settings, store: &Store, clients: &[String], replace: 
         harness::select(clients)?
     };
     let config = HubConfig::load(store);
-    let imported: Vec<String> = config.sources.iter().map(|(r, _, _)| read::spec_identity(&r.spec)).collect();
+    let imported: Vec<(String, String)> = config
+        .sources
+        .iter()
+        .map(|(r, _, _)| (read::spec_identity(&r.spec), r.spec.namespace.clone()))
+        .collect();
+    // Which plaintext credentials the keychain holds now, so `--replace` may take them out of
+    // the harness files. No keychain answering means none are taken out.
+    let secrets = if replace { crate::secrets::SecretStore::open(store).ok() } else { None };
+    let in_keychain = |namespace: &str, slot: &str| {
+        secrets.as_ref().is_some_and(|s| {
+            s.get(&crate::secrets::SlotKey { namespace, connection: "default", slot })
+                .ok()
+                .flatten()
+                .is_some()
+        })
+    };
     let mut set = BackupSet::begin(store, if replace { "connect --replace" } else { "connect" })?;
     let mut steps = Vec::new();
     for harness in targets {
@@ -91,7 +114,7 @@ pub fn connect(settings: &Settings, store: &Store, clients: &[String], replace: 
             steps.push(step("manual", detail));
             continue;
         }
-        match connect_one(harness, &path, &entry, replace, &imported, &mut set) {
+        match connect_one(harness, &path, &entry, replace, &imported, &in_keychain, &mut set) {
             Ok(Some(detail)) => steps.push(step("connected", detail)),
             Ok(None) => steps.push(step("unchanged", "already connected".to_owned())),
             Err(err) => steps.push(step("failed", format!("{err:#}"))),
@@ -108,31 +131,50 @@ fn connect_one(
     path: &std::path::Path,
     entry: &HubEntry,
     replace: bool,
-    imported: &[String],
+    imported: &[(String, String)],
+    in_keychain: &dyn Fn(&str, &str) -> bool,
     set: &mut BackupSet,
 ) -> Result<Option<String>> {
     let text = writable_text(path)?;
     let doc = read::parse(harness.format, &text)
-        .with_context(|| format!("{} could not be read", path.display()))?;
+        .with_context(|| format!("{} could not be read; fix it, or add the entry by hand", path.display()))?;
     let mut new_text = text.clone();
     let mut detail = Vec::new();
-    if !edit::has_entry(harness, &doc, entry) || entry_env_differs(harness, &doc, entry) {
+    if !edit::has_entry(harness, &doc, entry) {
         new_text = edit::with_entry(harness, &text, entry)?;
         detail.push(format!("wrote the `{}` entry", harness::ENTRY_NAME));
     }
     if replace {
-        let names: Vec<(String, String)> = read::entries(harness, &doc)
-            .into_iter()
-            .filter(|f| !read::is_disabled(&f.entry))
-            .filter(|f| {
-                read::convert(&f.entry).is_ok_and(|c| imported.contains(&read::identity(&c.transport)))
-            })
-            .map(|f| (f.scope, f.name))
-            .collect();
-        if let Some(parked) = edit::park(harness, &new_text, &names)? {
-            new_text = parked;
-            let list: Vec<&str> = names.iter().map(|(_, n)| n.as_str()).collect();
+        let mut parked = Vec::new();
+        let mut moved = Vec::new();
+        for found in read::entries(harness, &doc) {
+            if read::is_disabled(&found.entry) {
+                continue;
+            }
+            let Ok(converted) = read::convert(&found.entry) else { continue };
+            let identity = read::identity(&converted.transport);
+            let Some((_, namespace)) = imported.iter().find(|(id, _)| *id == identity) else { continue };
+            let remove: Vec<String> = converted
+                .secrets
+                .iter()
+                .filter(|s| in_keychain(namespace, &s.slot))
+                .map(|s| s.slot.clone())
+                .collect();
+            if !remove.is_empty() {
+                moved.push(format!("{} ({})", found.name, remove.join(", ")));
+            }
+            parked.push(edit::Parked { scope: found.scope, name: found.name, remove });
+        }
+        if let Some(text) = edit::park(harness, &new_text, &parked)? {
+            new_text = text;
+            let list: Vec<&str> = parked.iter().map(|p| p.name.as_str()).collect();
             detail.push(format!("turned off {}", list.join(", ")));
+            if !moved.is_empty() {
+                detail.push(format!(
+                    "took out the credentials the keychain holds now: {}; the backup is the only other copy",
+                    moved.join(", ")
+                ));
+            }
         }
     }
     if new_text == text {
@@ -142,14 +184,58 @@ fn connect_one(
     Ok(Some(detail.join("; ")))
 }
 
-fn entry_env_differs(harness: &Descriptor, doc: &serde_json::Value, entry: &HubEntry) -> bool {
-    let found = read::get_path(doc, harness.servers_key).and_then(|s| s.get(harness::ENTRY_NAME));
-    let env: Vec<(String, String)> = found
-        .and_then(|f| f.get("env"))
-        .and_then(|e| e.as_object())
-        .map(|e| e.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
-        .unwrap_or_default();
-    env != entry.env
+/// `connect --list`: every harness the hub knows (or those named), found or not.
+fn list(settings: &Settings, clients: &[String]) -> Result<ExitCode> {
+    let home = harness::home_dir()?;
+    let entry = hub_entry()?;
+    let rows: Vec<serde_json::Value> = harness::select(clients)?
+        .into_iter()
+        .map(|h| {
+            let path = h.config_path(&home);
+            let (state, problem) = match read::load(h, &home) {
+                Ok(Some((_, doc))) if edit::has_entry(h, &doc, &entry) => ("connected", None),
+                Ok(Some((_, doc))) if edit::find_entry(h, &doc).is_some() => {
+                    ("connected, entry differs", None)
+                }
+                Ok(Some(_)) => ("not connected", None),
+                Ok(None) => ("no file yet", None),
+                Err(err) => ("unreadable", Some(format!("{err:#}"))),
+            };
+            json!({
+                "harness": h.id,
+                "name": h.name,
+                "found": h.present(&home),
+                "path": path,
+                "format": format!("{:?}", h.format).to_lowercase(),
+                "writes": if h.writable() { "connect writes it" } else { "connect prints what to paste" },
+                "state": state,
+                "problem": problem,
+                "lists": h.lists,
+            })
+        })
+        .collect();
+    if settings.json {
+        print_stdout(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
+        return Ok(Exit::Ok.into());
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let found = if row["found"] == true { "found" } else { "not found" };
+        out.push_str(&format!(
+            "{:<17} {:<9} {}: {} ({}, {})\n",
+            row["harness"].as_str().unwrap_or_default(),
+            found,
+            row["state"].as_str().unwrap_or_default(),
+            row["path"].as_str().unwrap_or_default(),
+            row["format"].as_str().unwrap_or_default(),
+            row["writes"].as_str().unwrap_or_default(),
+        ));
+        if let Some(problem) = row["problem"].as_str() {
+            out.push_str(&format!("  {problem}\n"));
+        }
+    }
+    print_stdout(&out)?;
+    Ok(Exit::Ok.into())
 }
 
 /// The file's text ("" when it does not exist yet). Refuses files the person made read-only and

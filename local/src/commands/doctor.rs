@@ -386,10 +386,25 @@ fn harness_checks() -> Vec<Check> {
         )];
     };
     let this = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
+    let expected = super::connect::hub_entry().ok();
     let mut checks = Vec::new();
     for harness in harness::HARNESSES {
+        let not_connected = || {
+            ok(
+                "harnesses",
+                harness.id,
+                format!(
+                    "found, not connected ({}); connect with `capabilities hub connect --client {}`",
+                    harness.config, harness.id
+                ),
+            )
+        };
         let doc = match read::load(harness, &home) {
             Ok(Some((_, doc))) => doc,
+            Ok(None) if harness.present(&home) => {
+                checks.push(not_connected());
+                continue;
+            }
             Ok(None) => continue,
             Err(err) => {
                 checks.push(problem(
@@ -402,17 +417,11 @@ fn harness_checks() -> Vec<Check> {
             }
         };
         let Some(command) = edit::entry_command(harness, &doc) else {
-            checks.push(ok(
-                "harnesses",
-                harness.id,
-                format!(
-                    "not connected ({}); connect with `capabilities hub connect --client {}`",
-                    harness.config, harness.id
-                ),
-            ));
+            checks.push(not_connected());
             continue;
         };
         let path = Path::new(&command);
+        let ours = this.as_deref().is_some_and(|t| path.canonicalize().ok().as_deref() == Some(t));
         checks.push(if !path.is_file() {
             problem(
                 "harnesses",
@@ -420,8 +429,16 @@ fn harness_checks() -> Vec<Check> {
                 format!("its `capabilities` entry runs {command}, which does not exist"),
                 format!("run `capabilities hub connect --client {}` from the binary you use now", harness.id),
             )
-        } else if this.as_deref().is_some_and(|t| path.canonicalize().ok().as_deref() != Some(t)) {
+        } else if !ours {
             ok("harnesses", harness.id, format!("connected, through another binary: {command}"))
+        } else if expected.as_ref().is_some_and(|e| !edit::has_entry(harness, &doc, e)) {
+            // The same binary, but other arguments or hub home (a changed profile, a moved hub).
+            problem(
+                "harnesses",
+                harness.id,
+                "its `capabilities` entry differs from what connect writes now (its profile or hub home changed)",
+                format!("run `capabilities hub connect --client {}` to write it again", harness.id),
+            )
         } else {
             ok("harnesses", harness.id, "connected".to_owned())
         });

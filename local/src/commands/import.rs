@@ -25,9 +25,9 @@ use crate::upstream::{SourceSpec, SourceTransport};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Read only these harnesses (repeatable): claude-code, codex, cursor, claude-desktop,
-    /// antigravity, hermes, pi. All that are found when left out.
-    #[arg(long = "from", value_name = "HARNESS")]
+    /// Read only these harnesses (repeatable, or comma-separated); `hub connect --list` names
+    /// them. All that are found when left out.
+    #[arg(long = "from", value_name = "HARNESS", value_delimiter = ',')]
     pub from: Vec<String>,
     /// Consent to run the listed commands and accept the proposed policy without prompting.
     #[arg(long, short)]
@@ -248,8 +248,10 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
     }
     if !outcome.added.is_empty() {
         eprintln!(
-            "the harnesses still reach these servers directly; point them at the hub with \
-             `capabilities hub connect` (it keeps a backup)"
+            "the harnesses still reach these servers directly: run `capabilities hub connect --replace` \
+             to point them at the hub, turn off the direct entries it imported and take the credentials \
+             now in the keychain out of their files (it keeps a backup; `capabilities rollback` undoes it), \
+             or `capabilities hub connect` to only add the hub beside them"
         );
     }
     Ok(outcome)
@@ -303,8 +305,18 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
         .collect();
     let mut taken: BTreeSet<String> = existing.iter().map(|(_, ns)| ns.clone()).collect();
     let mut found: Vec<(String, String, Converted, String)> = Vec::new();
+    // Project-scope files are read in the current directory, beside each harness's user file.
+    let cwd = std::env::current_dir().ok();
+    let mut files: Vec<(&'static Descriptor, std::path::PathBuf, Option<String>)> = Vec::new();
     for harness in harnesses {
-        let doc = match read::load(harness, home) {
+        files.push((harness, harness.config_path(home), None));
+        if let Some(path) = cwd.as_deref().and_then(|dir| harness.project_path(dir, home)) {
+            let scope = format!("project {}", cwd.as_deref().unwrap_or(home).display());
+            files.push((harness, path, Some(scope)));
+        }
+    }
+    for (harness, path, scope) in files {
+        let doc = match read::load_path(harness, &path) {
             Ok(Some((_, doc))) => doc,
             Ok(None) => continue,
             Err(err) => {
@@ -312,8 +324,16 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
                 continue;
             }
         };
-        let entries = read::entries(harness, &doc);
-        plan.read.push((harness.id, entries.len()));
+        let mut entries = read::entries(harness, &doc);
+        if let Some(scope) = &scope {
+            for entry in &mut entries {
+                entry.scope = scope.clone();
+            }
+        }
+        match plan.read.iter_mut().find(|(id, _)| *id == harness.id) {
+            Some((_, count)) => *count += entries.len(),
+            None => plan.read.push((harness.id, entries.len())),
+        }
         for entry in entries {
             let place = format!("{} ({}) {}", entry.harness, entry.scope, entry.name);
             if read::is_disabled(&entry.entry) {

@@ -48,14 +48,30 @@ pub struct Converted {
     pub note: Option<String>,
 }
 
+/// What the hub accepts as JSON in a harness file: JSONC, that is JSON with `//` and `/* */`
+/// comments and trailing commas, as VS Code, Zed and OpenCode allow. Nothing looser.
+pub fn jsonc_options() -> jsonc_parser::ParseOptions {
+    jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
 /// Parses a harness file's text into a JSON value, whatever its format.
 pub fn parse(format: Format, text: &str) -> Result<Value> {
     match format {
         Format::Json => {
-            if text.trim().is_empty() {
-                return Ok(Value::Object(Map::new()));
-            }
-            serde_json::from_str(&strip_json_comments(text)).context("not valid JSON")
+            let root = jsonc_parser::cst::CstRootNode::parse(text, &jsonc_options())
+                .map_err(|err| anyhow::anyhow!("not valid JSON: {err}"))?;
+            Ok(root.to_serde_value().unwrap_or_else(|| Value::Object(Map::new())))
         }
         Format::Toml => {
             let doc: toml_edit::DocumentMut = text.parse().context("not valid TOML")?;
@@ -70,11 +86,15 @@ pub fn parse(format: Format, text: &str) -> Result<Value> {
     }
 }
 
-/// Reads a harness's file; `None` when it does not exist. Refuses huge files and anything that
-/// is not a regular file.
+/// Reads a harness's user file; `None` when it does not exist. Refuses huge files and anything
+/// that is not a regular file.
 pub fn load(harness: &Descriptor, home: &Path) -> Result<Option<(String, Value)>> {
-    let path = harness.config_path(home);
-    let meta = match std::fs::metadata(&path) {
+    load_path(harness, &harness.config_path(home))
+}
+
+/// Reads one of a harness's files (its user or a project file).
+pub fn load_path(harness: &Descriptor, path: &Path) -> Result<Option<(String, Value)>> {
+    let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
@@ -85,7 +105,7 @@ pub fn load(harness: &Descriptor, home: &Path) -> Result<Option<(String, Value)>
     if meta.len() > MAX_FILE_BYTES {
         bail!("{} is larger than {} MB; it was not read", path.display(), MAX_FILE_BYTES / (1024 * 1024));
     }
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let value = parse(harness.format, &text).with_context(|| {
         format!("{} ({}) could not be read; fix it and try again", path.display(), harness.name)
     })?;
@@ -96,16 +116,19 @@ pub fn load(harness: &Descriptor, home: &Path) -> Result<Option<(String, Value)>
 pub fn entries(harness: &Descriptor, doc: &Value) -> Vec<Found> {
     let mut found = Vec::new();
     let mut push = |scope: String, servers: Option<&Value>| {
-        for (name, entry) in servers.and_then(Value::as_object).into_iter().flatten() {
+        // Most harnesses key entries by name; Continue lists them, each with its `name`.
+        let named: Vec<(String, &Value)> = match servers {
+            Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v)).collect(),
+            Some(Value::Array(list)) => {
+                list.iter().filter_map(|v| Some((v.get("name")?.as_str()?.to_owned(), v))).collect()
+            }
+            _ => Vec::new(),
+        };
+        for (name, entry) in named {
             if name == ENTRY_NAME || !entry.is_object() {
                 continue;
             }
-            found.push(Found {
-                harness: harness.id,
-                scope: scope.clone(),
-                name: name.clone(),
-                entry: entry.clone(),
-            });
+            found.push(Found { harness: harness.id, scope: scope.clone(), name, entry: entry.clone() });
         }
     };
     push("user".to_owned(), get_path(doc, harness.servers_key));
@@ -131,22 +154,34 @@ pub fn is_disabled(entry: &Value) -> bool {
 /// credentials become slots; their values are set apart in [`Converted::secrets`].
 pub fn convert(entry: &Value) -> Result<Converted> {
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
-    let url = text("url").or_else(|| text("serverUrl")).or_else(|| text("httpUrl"));
+    // `url` (most), `serverUrl` (Windsurf, Antigravity), `httpUrl` (Gemini CLI, Qwen Code),
+    // `uri` (Goose).
+    let url = text("httpUrl").or_else(|| text("url")).or_else(|| text("serverUrl")).or_else(|| text("uri"));
+    if let Some(kind @ ("builtin" | "platform" | "frontend" | "inline_python")) =
+        entry.get("type").and_then(Value::as_str)
+    {
+        bail!("a `{kind}` extension runs inside its harness; there is no server to import");
+    }
     let mut secrets = Vec::new();
     let mut from_env = Vec::new();
-    if let Some(command) = text("command") {
-        let (command, mut args) = match entry.get("command") {
-            // pi's adapter and opencode allow the whole command line as an array.
-            Some(Value::Array(words)) => {
+    // `command` (most) or `cmd` (Goose); a string, or the whole command line as a list
+    // (OpenCode, Kilo, pi's adapter).
+    let command = entry.get("command").or_else(|| entry.get("cmd")).filter(|c| c.is_string() || c.is_array());
+    if let Some(command) = command {
+        let (command, mut args) = match command {
+            Value::Array(words) => {
                 let mut words = words.iter().filter_map(Value::as_str).map(str::to_owned);
                 (words.next().unwrap_or_default(), words.collect())
             }
-            _ => (command, Vec::new()),
+            other => (other.as_str().unwrap_or_default().to_owned(), Vec::new()),
         };
+        if command.is_empty() {
+            bail!("the entry's `command` is empty");
+        }
         args.extend(strings(entry.get("args")));
         let mut env = BTreeMap::new();
         let mut env_slots = Vec::new();
-        for (name, value) in entry.get("env").and_then(Value::as_object).into_iter().flatten() {
+        for (name, value) in env_map(entry).into_iter().flatten() {
             let value = match value {
                 Value::String(s) => s.clone(),
                 Value::Null => continue,
@@ -197,8 +232,7 @@ pub fn convert(entry: &Value) -> Result<Converted> {
         url
     };
     let mut header_slots = Vec::new();
-    let headers = entry.get("headers").or_else(|| entry.get("http_headers"));
-    for (name, value) in headers.and_then(Value::as_object).into_iter().flatten() {
+    for (name, value) in header_map(entry).into_iter().flatten() {
         let Some(value) = value.as_str() else { continue };
         let slot = if name.eq_ignore_ascii_case("authorization") && value.starts_with("Bearer ") {
             HeaderSlot::bearer()
@@ -243,6 +277,23 @@ pub fn spec_identity(spec: &SourceSpec) -> String {
     identity(&spec.transport)
 }
 
+/// The entry's environment variables: `env` (most), `environment` (OpenCode, Kilo), `envs`
+/// (Goose).
+pub fn env_map(entry: &Value) -> Option<&Map<String, Value>> {
+    ENV_KEYS.iter().find_map(|k| entry.get(*k)).and_then(Value::as_object)
+}
+
+/// The keys that may hold an entry's environment variables.
+pub const ENV_KEYS: [&str; 3] = ["env", "environment", "envs"];
+
+/// The keys that may hold an entry's HTTP headers (`http_headers` is Codex's).
+pub const HEADER_KEYS: [&str; 2] = ["headers", "http_headers"];
+
+/// The entry's HTTP headers.
+pub fn header_map(entry: &Value) -> Option<&Map<String, Value>> {
+    HEADER_KEYS.iter().find_map(|k| entry.get(*k)).and_then(Value::as_object)
+}
+
 fn strings(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
@@ -285,61 +336,6 @@ pub fn looks_secret(name: &str) -> bool {
         "BEARER",
     ];
     words.iter().any(|w| secret_words.contains(w)) || words.last().is_some_and(|w| w.ends_with("KEY"))
-}
-
-/// JSON with `//` and `/* */` comments, as some editors allow, made plain JSON. Strings are
-/// left alone.
-pub fn strip_json_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut in_string = false;
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            if c == '\\' {
-                if let Some(next) = chars.next() {
-                    out.push(next);
-                }
-            } else if c == '"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('"', _) => {
-                in_string = true;
-                out.push(c);
-            }
-            ('/', Some('/')) => {
-                for next in chars.by_ref() {
-                    if next == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            ('/', Some('*')) => {
-                chars.next();
-                let mut last = ' ';
-                for next in chars.by_ref() {
-                    if last == '*' && next == '/' {
-                        break;
-                    }
-                    if next == '\n' {
-                        out.push('\n');
-                    }
-                    last = next;
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Whether a JSON text has comments (then it is read but never rewritten).
-pub fn has_json_comments(text: &str) -> bool {
-    strip_json_comments(text) != text
 }
 
 fn toml_to_json(item: &toml_edit::Item) -> Value {
@@ -484,11 +480,46 @@ mod tests {
     }
 
     #[test]
-    fn comments_are_stripped_outside_strings() {
-        let text = "{\n  // a note\n  \"a\": \"http://x//y\", /* b */ \"c\": 1\n}";
-        assert_eq!(parse(Format::Json, text).unwrap(), json!({"a": "http://x//y", "c": 1}));
-        assert!(has_json_comments(text));
-        assert!(!has_json_comments("{\"a\": \"//\"}"));
+    fn jsonc_is_read_and_looser_json_is_not() {
+        let text = "{\n  // a note\n  \"a\": \"http://x//y\", /* b */ \"c\": [1,],\n}";
+        assert_eq!(parse(Format::Json, text).unwrap(), json!({"a": "http://x//y", "c": [1]}));
+        assert!(parse(Format::Json, "{'a': 1}").is_err());
+        assert!(parse(Format::Json, "{\"a\": 1").is_err());
+        assert_eq!(parse(Format::Json, "").unwrap(), json!({}));
+    }
+
+    #[test]
+    fn entry_shapes_of_other_harnesses() {
+        let opencode = convert(
+            &json!({"type": "local", "command": ["npx", "-y", "x"], "environment": {"X_TOKEN": "t"}}),
+        )
+        .unwrap();
+        let goose =
+            convert(&json!({"type": "stdio", "cmd": "uvx", "args": ["y"], "envs": {"LOG": "1"}})).unwrap();
+        let gemini = convert(
+            &json!({"httpUrl": "https://g.example/mcp", "headers": {"Authorization": "Bearer $TOK"}}),
+        )
+        .unwrap();
+        let windsurf = convert(&json!({"serverUrl": "https://w.example/mcp"})).unwrap();
+        let lines: Vec<String> = [opencode, goose, gemini, windsurf]
+            .iter()
+            .map(|c| format!("{} secrets={:?} env={:?}", identity(&c.transport), c.secrets, c.from_env))
+            .collect();
+        expect![[r#"
+            [
+                "stdio npx -y x secrets=[PlainSecret(X_TOKEN: ***)] env=[]",
+                "stdio uvx y secrets=[] env=[]",
+                "http https://g.example/mcp secrets=[] env=[(\"Authorization\", \"TOK\")]",
+                "http https://w.example/mcp secrets=[] env=[]",
+            ]
+        "#]]
+        .assert_debug_eq(&lines);
+        assert!(
+            convert(&json!({"type": "builtin", "name": "developer"}))
+                .unwrap_err()
+                .to_string()
+                .contains("builtin")
+        );
     }
 
     #[test]

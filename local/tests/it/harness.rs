@@ -492,6 +492,7 @@ fn doctor_reports_a_healthy_hub_then_a_source_that_does_not_start() {
           ok   permissions: $HUB: directories 700, files 600
           ok   schema: schema version 1 (this build writes 1)
           ok   records: 1 source record(s) readable
+          ok   runs: 0 run record(s) and their journals readable
         sources
           ok   memory: started; lists 9 tool(s), 9 in the manifest
           ok   schemas: every tool's input schema can be checked before a call
@@ -545,7 +546,7 @@ fn servers_added_with_the_harness_clis_are_imported_by_init_and_connected_by_con
     assert!(ran.stdout.contains("added `memory` with 9 tools"), "{}", ran.stdout);
     assert!(ran.stdout.contains("from claude-code (user) memory, codex (user) memory"), "{}", ran.stdout);
     assert!(
-        ran.stderr.lines().last().is_some_and(|l| l.contains("`capabilities hub connect`")),
+        ran.stderr.lines().last().is_some_and(|l| l.contains("`capabilities hub connect --replace`")),
         "{}",
         ran.stderr
     );

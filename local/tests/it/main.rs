@@ -5,6 +5,7 @@ mod cli;
 mod demo;
 mod elicit;
 mod harness;
+mod harness_matrix;
 mod oauth;
 mod openapi;
 mod page;
