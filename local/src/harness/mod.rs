@@ -236,12 +236,14 @@ pub const HARNESSES: &[Descriptor] = &[
     // google-gemini/gemini-cli docs/tools/mcp-server.md and docs/cli/configuration.md:
     // `~/.gemini/settings.json`, project `.gemini/settings.json`, `mcpServers` with
     // `command`/`args`/`env`/`cwd`, `httpUrl` for streamable HTTP, `url` for SSE, `headers`.
-    // `~/.gemini/` also holds Antigravity's folder, so only the settings file shows it.
+    // `~/.gemini/` also holds Antigravity's folder, so only the settings file shows it. Its own
+    // CLI (`gemini mcp add|list`, pinned in node/package.json) checks what connect writes.
     Descriptor {
         id: "gemini-cli",
         name: "Gemini CLI",
         config: ".gemini/settings.json",
         project: Some(".gemini/settings.json"),
+        tier: Tier::Verified,
         detect: Some(".gemini/settings.json"),
         lists: Some("gemini mcp list"),
         ..BASE

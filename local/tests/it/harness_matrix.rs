@@ -4,7 +4,9 @@
 //! writes the `capabilities` entry in the harness's own shape, turns the imported entry off the
 //! harness's way and takes the plaintext credential the keychain now holds out of it, keeping
 //! comments and unrelated keys; `capabilities rollback` gives every file its bytes back. Then
-//! bad input: a file that is not JSON or YAML, a read-only file, a symlinked config.
+//! bad input: a file that is not JSON or YAML, a read-only file, a symlinked config. Gemini CLI,
+//! which runs offline, is also checked with its own `gemini mcp add` and `gemini mcp list`
+//! (pinned in node/package.json).
 //!
 //! Needs Node.js and `cd node && npm ci` at the repository root (the memory server is every
 //! imported source); fails (never skips) without.
@@ -712,4 +714,58 @@ fn bad_harness_files_are_named_and_never_clobbered() {
     ok(&machine.run(&["rollback"]));
     assert_eq!(std::fs::read_to_string(&dotfiles).unwrap(), zed, "rollback restores the link's target");
     assert!(std::fs::symlink_metadata(&paths["zed"]).unwrap().file_type().is_symlink());
+}
+
+/// Gemini CLI's own CLI (pinned in node/package.json) from node/node_modules/.bin.
+fn gemini(machine: &Machine, args: &[&str]) -> Ran {
+    let path = crate::support::repo().join("node/node_modules/.bin/gemini");
+    assert!(path.exists(), "{} is missing: run `cd node && npm ci` at the repository root", path.display());
+    let out = Command::new(path)
+        .args(args)
+        .env("HOME", machine.home())
+        .env_remove("CAPABILITIES_HOME")
+        .current_dir(machine.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // It prints its listing to stderr or stdout depending on the version: read both.
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: text.replace(machine.home().to_str().unwrap(), "$HOME"),
+        stderr: String::new(),
+    }
+}
+
+#[test]
+fn gemini_clis_own_listing_connects_to_the_hub_after_connect_replace() {
+    let machine = Machine::new();
+    // Gemini CLI starts project and user servers only in folders the person trusts.
+    let trusted = serde_json::json!({ machine.home().to_str().unwrap(): "TRUST_FOLDER" });
+    machine.write(&machine.home().join(".gemini/trustedFolders.json"), &trusted.to_string());
+    let memory = memory_server();
+    let data = format!("MEMORY_FILE_PATH={}", machine.dir.path().join("memory.jsonl").display());
+    ok(&gemini(
+        &machine,
+        &["mcp", "add", "-s", "user", "-e", &data, "memory", "node", memory.to_str().unwrap()],
+    ));
+    let settings = machine.home().join(".gemini/settings.json");
+    let before = std::fs::read_to_string(&settings).unwrap();
+    let listed = ok(&gemini(&machine, &["mcp", "list"])).stdout.clone();
+    assert!(listed.lines().any(|l| l.contains("memory:") && l.contains("Connected")), "{listed}");
+
+    let imported = machine.run(&["hub", "import", "--yes", "--from", "gemini-cli"]);
+    ok(&imported);
+    assert!(imported.stdout.contains("from gemini-cli (user) memory"), "{}", imported.stdout);
+    ok(&machine.run(&["hub", "connect", "--replace", "--client", "gemini-cli"]));
+    let listed = ok(&gemini(&machine, &["mcp", "list"])).stdout.clone();
+    assert!(listed.lines().any(|l| l.contains("capabilities:") && l.contains("Connected")), "{listed}");
+    assert!(!listed.contains("memory:"), "the direct entry is parked, and Gemini CLI ignores it: {listed}");
+
+    ok(&machine.run(&["rollback"]));
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        before,
+        "rollback restores the file byte for byte"
+    );
 }
