@@ -33,6 +33,10 @@ pub struct ConnectArgs {
     /// at the hub. Changes nothing.
     #[arg(long, conflicts_with = "replace")]
     pub list: bool,
+    /// The profile the harnesses' entry serves (`hub profiles list`); each harness may be
+    /// connected with its own.
+    #[arg(long, default_value = "default")]
+    pub profile: String,
 }
 
 /// What connect did with one harness.
@@ -47,15 +51,17 @@ pub struct Step {
 
 pub fn run(settings: &Settings, args: ConnectArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
+    crate::profiles::require(&store, &args.profile)
+        .map_err(|e| crate::error::UsageError(format!("{e:#}")))?;
     if args.list {
-        return list(settings, &args.client);
+        return list(settings, &args.client, &args.profile);
     }
-    let steps = connect(settings, &store, &args.client, args.replace)?;
+    let steps = connect(settings, &store, &args.client, args.replace, &args.profile)?;
     Ok(if steps.iter().any(|s| s.action == "failed") { Exit::Failure } else { Exit::Ok }.into())
 }
 
-/// The entry every harness gets: this binary by its absolute path, serving the default profile.
-pub fn hub_entry() -> Result<HubEntry> {
+/// The entry a harness gets: this binary by its absolute path, serving `profile`.
+pub fn hub_entry(profile: &str) -> Result<HubEntry> {
     let exe = std::env::current_exe().context("finding the path of this binary")?;
     let exe = exe.canonicalize().with_context(|| format!("resolving {}", exe.display()))?;
     if !exe.is_file() {
@@ -69,14 +75,20 @@ pub fn hub_entry() -> Result<HubEntry> {
         .unwrap_or_default();
     Ok(HubEntry {
         command,
-        args: ["hub", "serve", "--stdio", "--profile", "default"].map(String::from).to_vec(),
+        args: ["hub", "serve", "--stdio", "--profile", profile].map(String::from).to_vec(),
         env,
     })
 }
 
-pub fn connect(settings: &Settings, store: &Store, clients: &[String], replace: bool) -> Result<Vec<Step>> {
+pub fn connect(
+    settings: &Settings,
+    store: &Store,
+    clients: &[String],
+    replace: bool,
+    profile: &str,
+) -> Result<Vec<Step>> {
     let home = harness::home_dir()?;
-    let entry = hub_entry()?;
+    let entry = hub_entry(profile)?;
     let targets: Vec<&'static Descriptor> = if clients.is_empty() {
         harness::HARNESSES.iter().filter(|h| h.present(&home)).collect()
     } else {
@@ -185,9 +197,9 @@ fn connect_one(
 }
 
 /// `connect --list`: every harness the hub knows (or those named), found or not.
-fn list(settings: &Settings, clients: &[String]) -> Result<ExitCode> {
+fn list(settings: &Settings, clients: &[String], profile: &str) -> Result<ExitCode> {
     let home = harness::home_dir()?;
-    let entry = hub_entry()?;
+    let entry = hub_entry(profile)?;
     let rows: Vec<serde_json::Value> = harness::select(clients)?
         .into_iter()
         .map(|h| {

@@ -105,7 +105,7 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
         });
     }
     checks.push(keychain_check(&store));
-    checks.extend(harness_checks());
+    checks.extend(harness_checks(&store));
     finish(settings, &checks)
 }
 
@@ -376,7 +376,7 @@ fn source_check(
 }
 
 /// Which harnesses have the hub's entry, and whether the command it runs still exists.
-fn harness_checks() -> Vec<Check> {
+fn harness_checks(store: &Store) -> Vec<Check> {
     let Ok(home) = harness::home_dir() else {
         return vec![problem(
             "harnesses",
@@ -386,7 +386,9 @@ fn harness_checks() -> Vec<Check> {
         )];
     };
     let this = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
-    let expected = super::connect::hub_entry().ok();
+    // An entry may serve any profile there is; one naming no profile differs.
+    let expected: Vec<_> =
+        crate::profiles::names(store).iter().filter_map(|p| super::connect::hub_entry(p).ok()).collect();
     let mut checks = Vec::new();
     for harness in harness::HARNESSES {
         let not_connected = || {
@@ -431,7 +433,7 @@ fn harness_checks() -> Vec<Check> {
             )
         } else if !ours {
             ok("harnesses", harness.id, format!("connected, through another binary: {command}"))
-        } else if expected.as_ref().is_some_and(|e| !edit::has_entry(harness, &doc, e)) {
+        } else if !expected.is_empty() && !expected.iter().any(|e| edit::has_entry(harness, &doc, e)) {
             // The same binary, but other arguments or hub home (a changed profile, a moved hub).
             problem(
                 "harnesses",

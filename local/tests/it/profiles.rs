@@ -202,3 +202,45 @@ fn bad_profiles_are_refused_with_nothing_written() {
     assert_ne!(loose.code, 0);
     assert!(loose.stderr.contains("can only tighten"), "{}", loose.stderr);
 }
+
+/// `hub connect --profile` writes an entry serving that profile, and doctor counts it as
+/// connected; a profile that does not exist is refused before any file is touched.
+#[test]
+fn a_harness_is_connected_with_its_own_profile() {
+    let hub = Hub::with_memory();
+    assert_eq!(hub.run(&["profiles", "create", "reader", "--serves", "memory.read*"]).code, 0);
+    let user = hub.dir.path().join("user");
+    std::fs::create_dir_all(user.join(".cursor")).unwrap();
+    std::fs::write(user.join(".cursor/mcp.json"), "{\n  \"mcpServers\": {}\n}\n").unwrap();
+    let connect = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_capabilities"))
+            .arg("hub")
+            .args(args)
+            .env("CAPABILITIES_HOME", hub.home())
+            .env("HOME", &user)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = connect(&["connect", "--client", "cursor", "--profile", "nope"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("there is no profile `nope`"), "{stderr}");
+    assert!(!std::fs::read_to_string(user.join(".cursor/mcp.json")).unwrap().contains("capabilities"));
+    let (code, out, stderr) = connect(&["connect", "--client", "cursor", "--profile", "reader"]);
+    assert_eq!(code, 0, "{out}{stderr}");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(user.join(".cursor/mcp.json")).unwrap()).unwrap();
+    let args = &file["mcpServers"]["capabilities"]["args"];
+    assert_eq!(args, &json!(["hub", "serve", "--stdio", "--profile", "reader"]), "{file}");
+    let (_, doctor, _) = connect(&["--json", "doctor"]);
+    let doctor: Value = serde_json::from_str(&doctor).unwrap();
+    let cursor =
+        doctor["checks"].as_array().unwrap().iter().find(|c| c["name"] == "cursor").cloned().unwrap();
+    assert_eq!(cursor["ok"], true, "an entry serving an existing profile is connected: {cursor}");
+}
