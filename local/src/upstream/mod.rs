@@ -212,6 +212,18 @@ mod tests {
                     }
                   ]
                 }
+              },
+              {
+                "namespace": "petstore",
+                "transport": {
+                  "type": "openapi",
+                  "baseUrl": "https://petstore.example.com/v3",
+                  "document": "https://petstore.example.com/openapi.json",
+                  "auth": {
+                    "kind": "header",
+                    "name": "api_key"
+                  }
+                }
               }
             ]"#]]
         .assert_eq(&text);

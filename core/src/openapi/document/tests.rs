@@ -134,7 +134,7 @@ fn limits_and_bad_bytes() {
     expect![[r#"
         [
             "the document is 52428800 bytes, more than the 33554432 read: give a smaller document or raise the limit",
-            "the YAML expands its aliases too far (budget breached: Events { events: 70377 } at line 2, column 30 (defined at line 5, column 9) (used at line 6, column 30)), as an alias bomb does: give the document without anchors and aliases",
+            "the YAML expands its aliases too far (budget breached: ScalarBytes { total_scalar_bytes: 1053417 } at line 2, column 10 (defined at line 6, column 9) (used at line 7, column 20)), as an alias bomb does: give the document without anchors and aliases",
             "the document nests deeper than 128 levels: no OpenAPI document needs that many",
             "the document nests deeper than 64 levels: no OpenAPI document needs that many",
             "the document nests deeper than 64 levels: no OpenAPI document needs that many",
