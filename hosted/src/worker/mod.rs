@@ -19,7 +19,6 @@
 mod access;
 mod admin;
 mod api;
-mod blobs;
 mod http;
 mod idp;
 mod inbox;

@@ -4,7 +4,6 @@
 
 mod access;
 mod approvals;
-mod handles;
 mod hub;
 mod oauth;
 mod openapi;
