@@ -499,8 +499,8 @@ fn describe_changes(old: &ToolRecord, new: &ToolRecord) -> Vec<Change> {
 
 /// What changed in how an operation is called, in a person's words.
 fn request_changes(
-    old: Option<&crate::openapi::HttpOperation>,
-    new: Option<&crate::openapi::HttpOperation>,
+    old: Option<&crate::operation::HttpOperation>,
+    new: Option<&crate::operation::HttpOperation>,
 ) -> Vec<String> {
     let (Some(old), Some(new)) = (old, new) else {
         return vec![if new.is_some() {
@@ -513,7 +513,7 @@ fn request_changes(
     if (&old.method, &old.path) != (&new.method, &new.path) {
         details.push(format!("{} {} → {} {}", old.method, old.path, new.method, new.path));
     }
-    let where_ = |op: &crate::openapi::HttpOperation| -> BTreeMap<String, String> {
+    let where_ = |op: &crate::operation::HttpOperation| -> BTreeMap<String, String> {
         op.parameters
             .iter()
             .map(|p| (p.argument.clone(), format!("{:?} `{}`", p.location, p.name).to_lowercase()))

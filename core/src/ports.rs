@@ -120,7 +120,7 @@ pub struct UpstreamRequest<'a> {
     /// The source's own name for the tool.
     pub tool: &'a str,
     /// For an HTTP API's operation: how the call becomes a request (from the pinned contract).
-    pub http: Option<&'a crate::openapi::HttpOperation>,
+    pub http: Option<&'a crate::operation::HttpOperation>,
     pub arguments: &'a Value,
     pub credentials: &'a Credentials,
     pub timeout_ms: u64,
