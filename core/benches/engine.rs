@@ -18,7 +18,7 @@ use capabilities_core::address::Namespace;
 use capabilities_core::catalog::{Catalog, SourceView};
 use capabilities_core::fakes::{self, NoOpBridge};
 use capabilities_core::fakes::{
-    CountingEntropy, FakeUpstream, ManualClock, MemoryStore, TableSecrets, block_on,
+    CountingEntropy, FakeUpstream, ManualClock, MemoryBlobs, MemoryStore, TableSecrets, block_on,
 };
 use capabilities_core::limits::Limits;
 use capabilities_core::manifest::Manifest;
@@ -85,6 +85,7 @@ fn bench(c: &mut Criterion) {
     // A fresh store per run, so runs and journals do not pile up across iterations.
     let execute = |code: &str| {
         let store = MemoryStore::default();
+        let blobs = MemoryBlobs::default();
         let engine = Engine {
             catalog: &surface.catalog,
             policy: &surface.policy,
@@ -93,6 +94,7 @@ fn bench(c: &mut Criterion) {
             upstream: &upstream,
             secrets: &secrets,
             store: &store,
+            blobs: &blobs,
             clock: &clock,
             entropy: &entropy,
             limits: Limits::DEFAULT,

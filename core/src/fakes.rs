@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::address::Namespace;
 use crate::ports::{
-    BoxFuture, Clock, Credentials, Entropy, RunStore, Secrets, SecretsError, StoreError, Upstream,
-    UpstreamError, UpstreamRequest,
+    BlobBytes, Blobs, BoxFuture, Clock, Credentials, Entropy, RunStore, Secrets, SecretsError, StoreError,
+    Upstream, UpstreamError, UpstreamRequest,
 };
 use crate::record::{JournalEntry, RunRecord};
 
@@ -103,6 +103,62 @@ impl RunStore for MemoryStore {
 
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
         Box::pin(async move { Ok(self.journal(id)) })
+    }
+}
+
+/// Blobs in memory, by run and handle; `failing` makes every put fail, as a full disk would.
+#[derive(Debug, Default)]
+pub struct MemoryBlobs {
+    blobs: Mutex<BTreeMap<(String, String), String>>,
+    pub failing: std::sync::atomic::AtomicBool,
+}
+
+impl MemoryBlobs {
+    /// The stored text of a blob.
+    pub fn text(&self, run: &str, handle: &str) -> Option<String> {
+        self.blobs.lock().expect("not poisoned").get(&(run.to_owned(), handle.to_owned())).cloned()
+    }
+
+    /// Every blob of run `run` goes, as when the host prunes the run.
+    pub fn remove_run(&self, run: &str) {
+        self.blobs.lock().expect("not poisoned").retain(|(r, _), _| r != run);
+    }
+}
+
+impl Blobs for MemoryBlobs {
+    fn put<'a>(
+        &'a self,
+        run: &'a str,
+        handle: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            if self.failing.load(Ordering::Relaxed) {
+                return Err(StoreError::Io(format!("blobs/{run}"), "no space left".to_owned()));
+            }
+            self.blobs
+                .lock()
+                .expect("not poisoned")
+                .insert((run.to_owned(), handle.to_owned()), text.to_owned());
+            Ok(())
+        })
+    }
+
+    fn read<'a>(
+        &'a self,
+        run: &'a str,
+        handle: &'a str,
+        offset: u64,
+        len: u64,
+    ) -> BoxFuture<'a, Result<Option<BlobBytes>, StoreError>> {
+        Box::pin(async move {
+            Ok(self.text(run, handle).map(|text| {
+                let bytes = text.as_bytes();
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+                let end = start.saturating_add(usize::try_from(len).unwrap_or(usize::MAX)).min(bytes.len());
+                BlobBytes { bytes: bytes[start..end].to_vec(), total: bytes.len() as u64 }
+            }))
+        })
     }
 }
 

@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod code;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fakes;
+pub mod handles;
 pub mod index;
 pub mod limits;
 pub mod manifest;

@@ -185,6 +185,37 @@ pub trait RunStore: MaybeSend + MaybeSync {
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>>;
 }
 
+/// Bytes of one blob from an offset, and the blob's whole length in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobBytes {
+    pub bytes: Vec<u8>,
+    pub total: u64,
+}
+
+/// Where the text behind a run's handles lives (`crate::handles`): written once, read in slices.
+///
+/// Contract: `put` returns once the text is durable and whole, so a reader never sees part of
+/// it; `read` returns the bytes of `[offset, offset + len)` clipped to the blob, with its length,
+/// or `None` when there is no such blob. Both take the run id and the handle as
+/// `handles::Handle::parse` checked them, so either is safe as a file name. The engine checks
+/// that the run exists, is the reader's profile's and lists the handle before it reads; the host
+/// removes a run's blobs when it removes the run.
+pub trait Blobs: MaybeSend + MaybeSync {
+    fn put<'a>(
+        &'a self,
+        run: &'a str,
+        handle: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn read<'a>(
+        &'a self,
+        run: &'a str,
+        handle: &'a str,
+        offset: u64,
+        len: u64,
+    ) -> BoxFuture<'a, Result<Option<BlobBytes>, StoreError>>;
+}
+
 /// What policy says about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -287,6 +318,20 @@ pub trait Bridge {
     fn search(&self, args: Value) -> Result<String, String>;
     /// `hub.describe(target)` from inside code: the same text `describe` gives.
     fn describe(&self, args: Value) -> Result<String, String>;
+    /// `hub.read(handle, { offset, limit })` from inside code: one slice of a handle's text
+    /// (`crate::handles::Slice` as JSON), or why there is none.
+    fn read(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
+        let _ = args;
+        Box::pin(async {
+            Err(ToolFailure {
+                code: "unknown_handle".to_owned(),
+                message: "this hub keeps no handles".to_owned(),
+                hint: None,
+                status: None,
+                retryable: false,
+            })
+        })
+    }
 }
 
 /// Which budget an attempt ran out of.

@@ -152,6 +152,37 @@ pub struct RunOutput {
     pub logs: Vec<String>,
     #[serde(default)]
     pub logs_truncated: bool,
+    /// Result or logs too large to return inline, kept whole as handles (`crate::handles`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<HandleRecord>,
+}
+
+/// What a handle holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandleKind {
+    /// The run's result, as JSON text.
+    Result,
+    /// The run's console lines, joined with newlines.
+    Logs,
+}
+
+impl HandleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandleKind::Result => "result",
+            HandleKind::Logs => "logs",
+        }
+    }
+}
+
+/// One handle a run made: its id (which names the run), what it holds and its size in bytes
+/// of UTF-8 text. The text itself is in the host's blob store, scrubbed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandleRecord {
+    pub handle: String,
+    pub kind: HandleKind,
+    pub bytes: u64,
 }
 
 /// The stored record of a run (`runs/<id>.json`). The journal lives beside it.

@@ -1,5 +1,5 @@
-//! MCP over streamable HTTP, stateless, answered with JSON: `initialize`, `ping`, `tools/list`
-//! and `tools/call`, with our own small JSON-RPC handling (rmcp's service layer needs tokio,
+//! MCP over streamable HTTP, stateless, answered with JSON: `initialize`, `ping`, `tools/list`,
+//! `tools/call` and `resources/read` of handles (with empty resource lists), with our own small JSON-RPC handling (rmcp's service layer needs tokio,
 //! which does not run in a Worker). The tool definitions and instructions come from the core,
 //! so `tools/list` is the local hub's, byte for byte.
 //!
@@ -10,8 +10,10 @@
 //! name (the code in the retried arguments does not run again). Other clients get the
 //! `awaiting_approval` envelope, and a person decides through the admin endpoint.
 
+use capabilities_core::handles;
 use capabilities_core::limits::Limits;
 use capabilities_core::ports::LocalBoxFuture;
+use capabilities_core::record::HandleKind;
 use capabilities_core::surface::envelope::{Envelope, EnvelopeStatus};
 use capabilities_core::surface::tools;
 use serde_json::{Map, Value, json};
@@ -28,6 +30,11 @@ pub trait Tenant {
     /// The `input_required` result asking about the undecided approvals of waiting run
     /// `run_id`, or `None` when there is nothing to ask; an error says why it could not ask.
     fn ask<'a>(&'a self, run_id: &'a str) -> LocalBoxFuture<'a, Result<Option<Value>, String>>;
+    /// `resources/read` of a handle's URI: the result's `{ contents }`, or why there is none
+    /// (the same words for an unknown handle and another tenant's).
+    fn read_resource<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move { Err(format!("there is no handle `{uri}`")) })
+    }
     /// Records the answers of a retried call, each only with its signed state, and resumes the
     /// run the states name; says whether anything was recorded. Nothing is unless every state
     /// verifies.
@@ -88,6 +95,16 @@ pub async fn handle(body: &[u8], tenant: &dyn Tenant, limits: &Limits) -> Option
         "ping" => success(id, json!({})),
         "server/discover" => success(id, discover()),
         "tools/list" => success(id, json!({ "tools": tools::definitions(limits) })),
+        // Handles are resources a client reads from the links it was given; none is listed.
+        "resources/list" => success(id, json!({ "resources": [] })),
+        "resources/templates/list" => success(id, json!({ "resourceTemplates": [] })),
+        "resources/read" => match params.get("uri").and_then(Value::as_str) {
+            Some(uri) => match tenant.read_resource(uri).await {
+                Ok(result) => success(id, result),
+                Err(message) => error(id, -32002, &message),
+            },
+            None => error(id, -32602, "resources/read needs `uri`"),
+        },
         "tools/call" => match call(&params, tenant, limits).await {
             Ok(result) => success(id, result),
             Err(message) => error(id, -32602, &message),
@@ -101,7 +118,7 @@ fn initialize(params: &Value) -> Value {
     let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
     json!({
         "protocolVersion": version,
-        "capabilities": { "tools": {} },
+        "capabilities": { "tools": {}, "resources": {} },
         "serverInfo": { "name": "capabilities", "version": env!("CARGO_PKG_VERSION") },
         "instructions": tools::INSTRUCTIONS
     })
@@ -112,7 +129,7 @@ fn discover() -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
-        "capabilities": { "tools": {} },
+        "capabilities": { "tools": {}, "resources": {} },
         "instructions": tools::INSTRUCTIONS,
         "ttlMs": 0,
         "cacheScope": "private",
@@ -186,14 +203,30 @@ fn text_result(text: String, is_error: bool) -> Value {
     json!({ "content": [{ "type": "text", "text": text }], "isError": is_error })
 }
 
-/// The envelope as structured content plus its one-line text; `isError` only for a failed run,
-/// as the local hub answers.
+/// The envelope as structured content plus its one-line text and a `resource_link` per handle
+/// (or part of one); `isError` only for a failed run, as the local hub answers.
 pub fn envelope_result(envelope: &Envelope) -> Value {
+    let mut content = vec![json!({ "type": "text", "text": envelope.to_line() })];
+    for link in envelope.resource_links() {
+        content.push(json!({
+            "type": "resource_link",
+            "uri": link.uri,
+            "name": link.name,
+            "description": link.description,
+            "mimeType": link.mime_type,
+            "size": link.bytes,
+        }));
+    }
     json!({
-        "content": [{ "type": "text", "text": envelope.to_line() }],
+        "content": content,
         "structuredContent": envelope.to_value(),
         "isError": envelope.status == EnvelopeStatus::Failed
     })
+}
+
+/// A `resources/read` result holding one handle's text.
+pub fn resource_contents(uri: &str, kind: HandleKind, text: String) -> Value {
+    json!({ "contents": [{ "uri": uri, "mimeType": handles::mime_type(kind), "text": text }] })
 }
 
 fn success(id: Value, result: Value) -> Value {
@@ -258,8 +291,10 @@ mod tests {
         expect![[r#"{"jsonrpc":"2.0","id":1,"result":{}}"#]]
             .assert_eq(&answer(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#));
         expect!["(no body)"].assert_eq(&answer(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
-        expect![[r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"method `resources/list` is not served here"}}"#]]
-            .assert_eq(&answer(r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#));
+        expect![[r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"method `prompts/list` is not served here"}}"#]]
+            .assert_eq(&answer(r#"{"jsonrpc":"2.0","id":2,"method":"prompts/list"}"#));
+        expect![[r#"{"jsonrpc":"2.0","id":6,"error":{"code":-32002,"message":"there is no handle `capabilities://runs/x`"}}"#]]
+            .assert_eq(&answer(r#"{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"capabilities://runs/x"}}"#));
         expect![[r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"send one JSON-RPC message as an object; batches are not accepted"}}"#]]
             .assert_eq(&answer("[]"));
         expect![[r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"execute needs `code` (JavaScript to run) or `resume` (the runId of a waiting run)"}],"isError":true}}"#]]

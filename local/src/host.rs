@@ -12,8 +12,9 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use capabilities_core::handles::{self, Slice};
 use capabilities_core::limits::Limits;
-use capabilities_core::record::call_summaries;
+use capabilities_core::record::{HandleRecord, ToolFailure, call_summaries};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
@@ -160,6 +161,14 @@ impl Host {
         Ok(Some(Envelope::from_run(&run, calls, &self.limits, &self.surface.words)))
     }
 
+    /// The part of a handle that resource URI `uri` names, when this profile's run made it
+    /// (MCP `resources/read`); an unknown, foreign or expired handle fails the same way.
+    pub fn read_handle(&self, uri: &str) -> Result<(HandleRecord, Slice), ToolFailure> {
+        // The store answers at once: its futures never wait.
+        let read = handles::read_resource(&self.store, &self.store, &self.profile, uri);
+        futures_util::FutureExt::now_or_never(read).unwrap_or_else(|| Err(handles::unknown_handle(uri)))
+    }
+
     fn with_engine(&self, op: Op<'_>) -> Result<Envelope> {
         RUN_RUNTIME.with(|cell| {
             let runtime = match cell.get() {
@@ -198,6 +207,7 @@ impl Host {
             upstream: &self.upstream,
             secrets: &secrets,
             store: &self.store,
+            blobs: &self.store,
             clock: &SystemClock,
             entropy: &OsEntropy,
             limits: self.limits,

@@ -525,4 +525,14 @@ impl Bridge for AttemptBridge<'_, '_> {
     fn describe(&self, args: Value) -> Result<String, String> {
         self.engine.lookup.describe(args)
     }
+
+    fn read(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            let request = crate::handles::parse_read(&args)?;
+            let slice =
+                crate::handles::read(self.engine.store, self.engine.blobs, self.engine.profile, &request)
+                    .await?;
+            Ok(serde_json::to_value(slice).unwrap_or(Value::Null))
+        })
+    }
 }

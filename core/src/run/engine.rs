@@ -12,7 +12,7 @@ use super::failures::{self, Ended};
 use crate::catalog::Catalog;
 use crate::limits::Limits;
 use crate::ports::{
-    Attempt, Clock, Entropy, GuestNamespace, Lookup, PolicyView, RunStore, Sandbox, Secrets, Upstream,
+    Attempt, Blobs, Clock, Entropy, GuestNamespace, Lookup, PolicyView, RunStore, Sandbox, Secrets, Upstream,
 };
 use crate::record::{
     CallSummary, RunId, RunOutput, RunRecord, RunReport, RunStatus, call_summaries, fold_journal,
@@ -29,6 +29,8 @@ pub struct Engine<'a> {
     pub upstream: &'a dyn Upstream,
     pub secrets: &'a dyn Secrets,
     pub store: &'a dyn RunStore,
+    /// Where results and logs too large for the envelope are kept as handles.
+    pub blobs: &'a dyn Blobs,
     pub clock: &'a dyn Clock,
     pub entropy: &'a dyn Entropy,
     pub limits: Limits,
@@ -150,7 +152,8 @@ impl Engine<'_> {
             seed: run.seed,
             clock_origin_ms: run.clock_origin_ms as f64,
             limits: self.limits,
-            log_budget_bytes: self.limits.inline_result_bytes,
+            // Logs past the inline budget are kept as a handle, up to this.
+            log_budget_bytes: crate::handles::LOG_CAPTURE_BYTES,
         };
         let bridge = AttemptBridge {
             engine: self,
@@ -244,6 +247,8 @@ impl Engine<'_> {
                 }
             }
         }
+        // Only scrubbed text is ever kept as a handle.
+        crate::handles::spill(&mut run, self.blobs, self.entropy, self.limits.inline_result_bytes).await;
         run.updated_ms = self.clock.now_ms();
         if let Err(err) = self.store.save_run(&run).await {
             return store_failed(&run.id, &err);

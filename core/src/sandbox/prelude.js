@@ -1005,6 +1005,16 @@ export function install(host, configText) {
       if (ArrayIsArray(target)) return lookup("describe", { __proto__: null, targets: target });
       return promiseReject(new TypeErrorCtor("hub.describe takes an address such as \"github.createIssue\" or a list of them"));
     }),
+    // hub.read(handle, { offset, limit }): a slice of a result or logs an earlier run kept as a
+    // handle, { text, offset, next, bytes, eof }. The host checks every argument.
+    read: named("read", (handle, options) => {
+      const args = { __proto__: null, handle };
+      if (options !== null && typeof options === "object") {
+        if (options.offset !== undefined) args.offset = options.offset;
+        if (options.limit !== undefined) args.limit = options.limit;
+      }
+      return lookup("read", args);
+    }),
   });
   defineFixedGlobal("hub", hub);
 

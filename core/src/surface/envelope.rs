@@ -4,10 +4,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::handles;
 use crate::limits::Limits;
 use crate::pending::PendingKind;
 pub use crate::record::CallSummary;
-use crate::record::{RunError, RunRecord, RunReport, RunStatus};
+use crate::record::{HandleKind, HandleRecord, RunError, RunRecord, RunReport, RunStatus};
 use crate::wording::HostWords;
 
 /// Calls listed in one envelope; the rest are counted in a notice.
@@ -30,6 +31,52 @@ pub struct Truncated {
     pub result: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub logs: bool,
+}
+
+/// A result or logs kept whole because they did not fit inline: read them in slices with
+/// `hub.read(handle, { offset, limit })` from code, or whole at `uri` as an MCP resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandleSummary {
+    pub handle: String,
+    pub kind: HandleKind,
+    /// Length of the kept text in bytes (UTF-8): JSON for a result, lines joined by `\n` for logs.
+    pub bytes: u64,
+    pub uri: String,
+}
+
+impl HandleSummary {
+    fn of(record: &HandleRecord) -> HandleSummary {
+        HandleSummary {
+            handle: record.handle.clone(),
+            kind: record.kind,
+            bytes: record.bytes,
+            uri: handles::uri(&record.handle),
+        }
+    }
+
+    /// The notice that tells the model what the handle holds and how to read it.
+    fn notice(&self, limits: &Limits) -> String {
+        let what = match self.kind {
+            HandleKind::Result => "the result is",
+            HandleKind::Logs => "the logs are",
+        };
+        format!(
+            "{what} {} bytes, over the {} returned inline: the whole is handle {}; read it in a later execute \
+             with hub.read(\"{}\", {{ offset: 0, limit: 1048576 }}) (bytes; `next` is the next offset)",
+            self.bytes, limits.inline_result_bytes, self.handle, self.handle
+        )
+    }
+}
+
+/// A handle (or a part of one) as an MCP `resource_link` content item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceLink {
+    pub uri: String,
+    pub name: String,
+    pub description: String,
+    pub mime_type: &'static str,
+    /// The length in bytes of what the link reads (the part, when the handle has parts).
+    pub bytes: u64,
 }
 
 /// Where a run stands, as the envelope says it.
@@ -98,6 +145,8 @@ pub struct Envelope {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<Truncated>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<HandleSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
 }
 
@@ -162,7 +211,13 @@ impl Envelope {
             .collect();
         let (result, logs, truncated) =
             fit_budget(run.output.result.as_ref(), &run.output.logs, limits.inline_result_bytes);
-        let truncated = Truncated { logs: truncated.logs || run.output.logs_truncated, ..truncated };
+        let handles: Vec<HandleSummary> = run.output.handles.iter().map(HandleSummary::of).collect();
+        let kept = |kind| handles.iter().any(|h| h.kind == kind);
+        let truncated = Truncated {
+            result: truncated.result || kept(HandleKind::Result),
+            logs: truncated.logs || run.output.logs_truncated || kept(HandleKind::Logs),
+        };
+        notices.extend(handles.iter().map(|h| h.notice(limits)));
         Envelope {
             run_id: run.id.to_string(),
             status,
@@ -172,6 +227,7 @@ impl Envelope {
             calls,
             pending,
             truncated: (truncated.result || truncated.logs).then_some(truncated),
+            handles,
             notices,
         }
     }
@@ -208,8 +264,36 @@ impl Envelope {
             calls: Vec::new(),
             pending: Vec::new(),
             truncated: None,
+            handles: Vec::new(),
             notices: Vec::new(),
         }
+    }
+
+    /// The MCP `resource_link`s of the handles, for the content beside the envelope's text: one
+    /// per handle, or one per part of a handle too large for one `resources/read`.
+    pub fn resource_links(&self) -> Vec<ResourceLink> {
+        let mut links = Vec::new();
+        for h in &self.handles {
+            let parts = handles::part_uris(&h.handle, h.bytes);
+            let count = parts.len();
+            for (i, uri) in parts.into_iter().enumerate() {
+                let from = i as u64 * handles::RESOURCE_PART_BYTES;
+                let bytes = h.bytes.saturating_sub(from).min(handles::RESOURCE_PART_BYTES);
+                let part = if count > 1 { format!("part {} of {count} of ", i + 1) } else { String::new() };
+                let description =
+                    format!("{part}the {} of run {} ({} bytes)", h.kind.as_str(), self.run_id, h.bytes);
+                let name =
+                    if count > 1 { format!("{} ({}/{count})", h.handle, i + 1) } else { h.handle.clone() };
+                links.push(ResourceLink {
+                    uri,
+                    name,
+                    description,
+                    mime_type: handles::mime_type(h.kind),
+                    bytes,
+                });
+            }
+        }
+        links
     }
 
     /// The envelope as JSON.
@@ -223,83 +307,20 @@ impl Envelope {
     }
 }
 
-/// Fits result and logs into `budget` bytes of JSON together. The result has priority; logs keep
-/// their first lines. A result that does not fit becomes a string preview of its JSON.
+/// Fits result and logs into `budget` bytes of JSON together (see [`handles::fit`]).
 fn fit_budget(
     result: Option<&Value>,
     logs: &[String],
     budget: usize,
 ) -> (Option<Value>, Vec<String>, Truncated) {
-    let mut truncated = Truncated::default();
-    let result_json = result.map(|v| serde_json::to_string(v).unwrap_or_default());
-    let result_len = result_json.as_ref().map_or(0, String::len);
-    let logs_len: usize = logs.iter().map(|l| json_len(l) + 1).sum();
-    if result_len + logs_len <= budget {
-        return (result.cloned(), logs.to_vec(), truncated);
-    }
-    // Logs get up to a quarter of the budget when the result needs the rest.
-    let log_share = if result_len > budget * 3 / 4 { budget / 4 } else { budget - result_len };
-    let mut kept_logs = Vec::new();
-    let mut used = 0;
-    for line in logs {
-        let cost = json_len(line) + 1;
-        if used + cost > log_share {
-            let room = log_share.saturating_sub(used + 1);
-            if room > 16 {
-                // The cut line and its "…" (3 bytes) within the room, as JSON.
-                let kept = clip_json(line, room - 3);
-                used += json_len(kept) + 3 + 1;
-                kept_logs.push(format!("{kept}…"));
-            }
-            truncated.logs = true;
-            break;
-        }
-        used += cost;
-        kept_logs.push(line.clone());
-    }
-    let result_room = budget.saturating_sub(used);
-    let result = match (result, result_json) {
-        (Some(value), Some(json)) if json.len() > result_room => {
-            truncated.result = true;
-            // The preview is a JSON string holding JSON: measured as it will be written, with
-            // room for the note after it.
-            let preview = clip_json(&json, result_room.saturating_sub(64));
-            let _ = value;
-            Some(Value::String(format!(
-                "{preview}… [result cut at {} of {} bytes]",
-                preview.len(),
-                json.len()
-            )))
-        }
-        (value, _) => value.cloned(),
+    let json = result.map(|v| serde_json::to_string(v).unwrap_or_default());
+    let fit = handles::fit(json.as_deref(), logs, budget, None);
+    let truncated = Truncated { result: fit.result_cut, logs: fit.logs_cut };
+    let result = match fit.preview {
+        Some(preview) => Some(Value::String(preview)),
+        None => result.cloned(),
     };
-    (result, kept_logs, truncated)
-}
-
-/// The bytes `c` takes inside a JSON string, as serde_json writes it.
-fn escaped_len(c: char) -> usize {
-    match c {
-        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
-        c if (c as u32) < 0x20 => 6,
-        c => c.len_utf8(),
-    }
-}
-
-/// The length of `s` written as a JSON string, quotes included.
-fn json_len(s: &str) -> usize {
-    2 + s.chars().map(escaped_len).sum::<usize>()
-}
-
-/// The longest start of `s` that takes at most `max` bytes written as a JSON string.
-fn clip_json(s: &str, max: usize) -> &str {
-    let mut used = 2;
-    for (at, c) in s.char_indices() {
-        used += escaped_len(c);
-        if used > max {
-            return &s[..at];
-        }
-    }
-    s
+    (result, fit.logs, truncated)
 }
 
 fn clip(s: &str, max_chars: usize) -> String {

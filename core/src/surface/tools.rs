@@ -152,6 +152,19 @@ pub fn envelope_schema() -> Value {
                 "type": "object",
                 "properties": { "result": { "type": "boolean" }, "logs": { "type": "boolean" } }
             },
+            "handles": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "handle": string,
+                        "kind": { "type": "string", "enum": ["result", "logs"] },
+                        "bytes": { "type": "integer" },
+                        "uri": string
+                    },
+                    "required": ["handle", "kind", "bytes", "uri"]
+                }
+            },
             "notices": strings
         },
         "required": ["runId", "status", "calls"]

@@ -15,6 +15,7 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 mod approvals;
+mod handles;
 mod limits;
 mod replay;
 mod secrets;
@@ -32,7 +33,7 @@ use capabilities_core::address::Namespace;
 use capabilities_core::approval::{Channel, Choice, record_decision};
 use capabilities_core::catalog::{Catalog, SourceView};
 use capabilities_core::fakes::{
-    CountingEntropy, FakeUpstream, ManualClock, MemoryStore, TableSecrets, block_on,
+    CountingEntropy, FakeUpstream, ManualClock, MemoryBlobs, MemoryStore, TableSecrets, block_on,
 };
 use capabilities_core::limits::Limits;
 use capabilities_core::manifest::{ContractDigest, Manifest};
@@ -119,6 +120,7 @@ pub(crate) struct Hub {
     pub(crate) upstream: FakeUpstream,
     pub(crate) secrets: TableSecrets,
     pub(crate) store: MemoryStore,
+    pub(crate) blobs: MemoryBlobs,
     pub(crate) clock: ManualClock,
     pub(crate) entropy: CountingEntropy,
     pub(crate) limits: Limits,
@@ -200,6 +202,7 @@ impl Hub {
             upstream,
             secrets,
             store: MemoryStore::default(),
+            blobs: MemoryBlobs::default(),
             clock: ManualClock::at(1_700_000_000_000),
             entropy: CountingEntropy::default(),
             limits: setup.limits,
@@ -215,6 +218,7 @@ impl Hub {
             upstream: &self.upstream,
             secrets: &self.secrets,
             store: &self.store,
+            blobs: &self.blobs,
             clock: &self.clock,
             entropy: &self.entropy,
             limits: self.limits,

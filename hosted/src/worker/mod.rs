@@ -19,6 +19,7 @@
 mod access;
 mod admin;
 mod api;
+mod blobs;
 mod http;
 mod idp;
 mod inbox;

@@ -2,7 +2,8 @@
 //! their manifests and connections, the policy), sealed credential values, and runs with their
 //! journals (the core's `RunStore` port). A journal append returns only after
 //! `storage.sync()`, so the entry is on disk before its result reaches the guest. It also keeps
-//! the nonces of spent approval states, one row per use, and the last pushes (`hub push`).
+//! the nonces of spent approval states, one row per use, and the last pushes (`hub push`). The
+//! text behind handles is in `blobs.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +17,7 @@ use crate::push::{Current, Push};
 use crate::records::{Load, SecretValues, Source};
 use crate::seal::SealKey;
 
-const SCHEMA: [&str; 8] = [
+const SCHEMA: [&str; 9] = [
     "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
@@ -27,11 +28,15 @@ const SCHEMA: [&str; 8] = [
      sealed TEXT NOT NULL, PRIMARY KEY (namespace, connection, slot))",
     "CREATE TABLE IF NOT EXISTS nonces (run_id TEXT NOT NULL, nonce TEXT NOT NULL, PRIMARY KEY (run_id, nonce))",
     "CREATE TABLE IF NOT EXISTS pushes (id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL)",
+    // The text behind handles, in parts (`blobs.rs`).
+    "CREATE TABLE IF NOT EXISTS blobs (run_id TEXT NOT NULL, handle TEXT NOT NULL, part INTEGER NOT NULL, \
+     start INTEGER NOT NULL, len INTEGER NOT NULL, total INTEGER NOT NULL, created_ms INTEGER NOT NULL, \
+     data TEXT NOT NULL, PRIMARY KEY (run_id, handle, part))",
 ];
 
 #[derive(Deserialize)]
-struct Record {
-    record: String,
+pub(super) struct Record {
+    pub(super) record: String,
 }
 
 #[derive(Deserialize)]
@@ -52,8 +57,8 @@ struct Run {
 }
 
 #[derive(Deserialize)]
-struct Count {
-    n: i64,
+pub(super) struct Count {
+    pub(super) n: i64,
 }
 
 #[derive(Deserialize)]
@@ -100,7 +105,7 @@ impl SqlStore {
         Ok(SqlStore { storage: std::rc::Rc::new(storage) })
     }
 
-    fn rows<T: for<'de> Deserialize<'de>>(
+    pub(super) fn rows<T: for<'de> Deserialize<'de>>(
         &self,
         what: &str,
         query: &str,
@@ -109,7 +114,12 @@ impl SqlStore {
         self.storage.sql().exec(query, bindings).and_then(|c| c.to_array::<T>()).map_err(|e| io(what, e))
     }
 
-    fn exec(&self, what: &str, query: &str, bindings: Vec<SqlStorageValue>) -> Result<(), StoreError> {
+    pub(super) fn exec(
+        &self,
+        what: &str,
+        query: &str,
+        bindings: Vec<SqlStorageValue>,
+    ) -> Result<(), StoreError> {
         self.storage.sql().exec(query, bindings).map(drop).map_err(|e| io(what, e))
     }
 

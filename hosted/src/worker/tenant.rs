@@ -136,6 +136,7 @@ impl rpc::Tenant for TenantHub {
                 upstream: &upstream,
                 secrets: &secrets,
                 store: &self.store,
+                blobs: &self.store,
                 clock: &WorkerClock,
                 entropy: &WorkerEntropy,
                 limits: surface.limits,
@@ -153,6 +154,16 @@ impl rpc::Tenant for TenantHub {
                 }
             };
             Envelope::render(report, &surface.limits, &surface.words)
+        })
+    }
+
+    fn read_resource<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, std::result::Result<Value, String>> {
+        Box::pin(async move {
+            let profile = capabilities_core::record::DEFAULT_PROFILE;
+            match capabilities_core::handles::read_resource(&self.store, &self.store, profile, uri).await {
+                Ok((record, slice)) => Ok(rpc::resource_contents(uri, record.kind, slice.text)),
+                Err(failure) => Err(failure.message),
+            }
         })
     }
 

@@ -4,6 +4,7 @@
 
 mod access;
 mod approvals;
+mod handles;
 mod hub;
 mod oauth;
 mod openapi;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
+use capabilities_core::handles;
 use capabilities_core::limits::Limits;
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
@@ -15,7 +16,8 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
@@ -218,19 +220,44 @@ pub(super) fn error_text(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
 }
 
-/// The envelope as structured content plus one compact line of text. `isError` is set only for
-/// a failed run: the call did not do what the code asked, and clients that look only at
-/// `isError` should see that. Completed, waiting and cancelled runs are answers, not errors.
+/// The envelope as structured content plus one compact line of text, and a `resource_link` for
+/// each handle (read whole with `resources/read`). `isError` is set only for a failed run: the
+/// call did not do what the code asked, and clients that look only at `isError` should see
+/// that. Completed, waiting and cancelled runs are answers, not errors.
 pub fn envelope_result(envelope: &Envelope) -> CallToolResult {
     let mut result = CallToolResult::structured(envelope.to_value());
     result.content = vec![ContentBlock::text(envelope.to_line())];
+    for link in envelope.resource_links() {
+        result.content.push(ContentBlock::resource_link(
+            Resource::new(link.uri, link.name)
+                .with_description(link.description)
+                .with_mime_type(link.mime_type)
+                .with_size(link.bytes),
+        ));
+    }
     result.is_error = Some(envelope.status == EnvelopeStatus::Failed);
     result
 }
 
+/// `resources/read` of a handle's URI: the part of its text the URI names, for this profile's
+/// runs only.
+fn read_handle(host: &Host, uri: &str) -> Result<ReadResourceResult, McpError> {
+    match host.read_handle(uri) {
+        Ok((record, slice)) => Ok(ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
+            uri: uri.to_owned(),
+            mime_type: Some(handles::mime_type(record.kind).to_owned()),
+            text: slice.text,
+            meta: None,
+        }])),
+        Err(failure) => {
+            Err(McpError::resource_not_found(failure.message, Some(serde_json::json!({ "uri": uri }))))
+        }
+    }
+}
+
 impl ServerHandler for HubServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("capabilities", env!("CARGO_PKG_VERSION")))
             .with_instructions(tools::INSTRUCTIONS)
     }
@@ -245,6 +272,19 @@ impl ServerHandler for HubServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools::definition(name, &self.limits)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let server = self.clone();
+        let uri = request.uri;
+        match on_own_thread(move || Ok(read_handle(&*server.host()?, &uri))).await {
+            Ok(read) => read.map(Into::into),
+            Err(err) => Err(McpError::internal_error(format!("{err:#}"), None)),
+        }
     }
 
     async fn call_tool(

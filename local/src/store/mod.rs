@@ -1,6 +1,7 @@
 //! The file store: `~/.capabilities/hub/` (or `$CAPABILITIES_HOME`), the local adapter of the
-//! core's store ports. Run records and journals are in `runs.rs`, the writer threads that put
-//! records in place behind a run in `behind.rs`, and the per-record lock files in `lock.rs`.
+//! core's store ports. Run records and journals are in `runs.rs`, the text behind handles in
+//! `blobs.rs`, the writer threads that put records in place behind a run in `behind.rs`, and the
+//! per-record lock files in `lock.rs`.
 //!
 //! Directory mode 700, files 600, checked and repaired on open. Every record is written to a
 //! temporary file, synced and renamed into place; journal lines are appended and synced before
@@ -24,6 +25,7 @@
 //!    ends before it starts.
 
 mod behind;
+mod blobs;
 mod lock;
 mod runs;
 
@@ -124,6 +126,7 @@ impl Store {
         };
         let store = Store { root: root.to_owned(), hub, warnings, write_behind: false };
         store.prune_runs(RUN_RETENTION);
+        store.prune_blobs();
         Ok(store)
     }
 

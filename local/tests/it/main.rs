@@ -4,6 +4,7 @@ mod cancel;
 mod cli;
 mod demo;
 mod elicit;
+mod handles;
 mod harness;
 mod harness_matrix;
 mod oauth;

@@ -32,8 +32,8 @@ type GuestIntrinsics = (Date, RegExp, Json, Proxy, MapSet, TypedArrays, PromiseI
 /// The module name of a run's code, as it appears in stack traces.
 const CODE_MODULE: &str = "code.js";
 /// Results above this many characters of JSON are refused before they leave the guest; the
-/// engine trims what it shows far below this.
-pub(crate) const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+/// engine keeps what does not fit inline as a handle.
+pub(crate) const MAX_RESULT_BYTES: usize = crate::handles::MAX_RESULT_CHARS;
 /// Allocation, in bytes, before the first garbage collection of an attempt.
 const GC_THRESHOLD_BYTES: usize = 4 * 1024 * 1024;
 /// Extra heap granted once the code has settled, so the result or the error can still be
@@ -579,13 +579,23 @@ fn forward<'a>(
                 *calls_issued = calls_issued.saturating_add(1);
                 in_flight.push(Box::pin(bridge.call(call).map(move |reply| (ticket, Reply::Call(reply)))));
             }
-            GuestRequest::Lookup { ticket, kind, args } => {
-                let answer = match kind {
-                    LookupKind::Search => bridge.search(args),
-                    LookupKind::Describe => bridge.describe(args),
-                };
-                in_flight.push(Box::pin(ready((ticket, Reply::Lookup(answer)))));
-            }
+            GuestRequest::Lookup { ticket, kind, args } => match kind {
+                LookupKind::Search => {
+                    in_flight.push(Box::pin(ready((ticket, Reply::Lookup(bridge.search(args))))));
+                }
+                LookupKind::Describe => {
+                    in_flight.push(Box::pin(ready((ticket, Reply::Lookup(bridge.describe(args))))));
+                }
+                LookupKind::Read => {
+                    in_flight.push(Box::pin(bridge.read(args).map(move |answer| {
+                        let reply = match answer {
+                            Ok(slice) => GuestReply::Ok(slice),
+                            Err(failure) => GuestReply::Err(failure),
+                        };
+                        (ticket, Reply::Call(reply))
+                    })));
+                }
+            },
         }
     }
 }

@@ -13,11 +13,13 @@ use serde_json::Value;
 
 use crate::sandbox::GuestCall;
 
-/// A lookup the guest made with `hub.search` or `hub.describe`.
+/// A lookup the guest made with `hub.search`, `hub.describe` or `hub.read`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LookupKind {
     Search,
     Describe,
+    /// A slice of a handle: answered asynchronously, as the host reads its store.
+    Read,
 }
 
 /// Something the guest asked the host for; `ticket` names the promise that waits for it.
@@ -118,6 +120,7 @@ impl GuestBridge {
                 let kind = match kind.as_str() {
                     "search" => LookupKind::Search,
                     "describe" => LookupKind::Describe,
+                    "read" => LookupKind::Read,
                     _ => return Err(Exception::throw_type(&ctx, "unknown hub lookup")),
                 };
                 let args: Value = parse_json(&ctx, &args, "hub arguments")?;

@@ -139,7 +139,9 @@ fn result_and_logs_fit_the_inline_budget() {
     let line = envelope.to_line();
     assert!(line.len() <= 26 * 1024, "{}", line.len());
     let result = envelope.result.as_ref().and_then(|r| r.as_str()).unwrap();
-    assert!(result.ends_with("of 30011 bytes]"), "{}", &result[result.len() - 60..]);
+    assert!(result.contains("of 30011 bytes; the whole is handle h_"), "{}", &result[result.len() - 160..]);
+    let kinds: Vec<&str> = envelope.handles.iter().map(|h| h.kind.as_str()).collect();
+    assert_eq!(kinds, ["result", "logs"]);
 }
 
 #[test]
