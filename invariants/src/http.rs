@@ -20,12 +20,18 @@ pub struct LocalHttp {
     token: String,
     session: Option<String>,
     next_id: u64,
+    profile: String,
 }
 
 impl LocalHttp {
     pub fn start(home: Home) -> LocalHttp {
+        LocalHttp::start_profile(home, "default")
+    }
+
+    /// [`LocalHttp::start`] serving profile `profile`.
+    pub fn start_profile(home: Home, profile: &str) -> LocalHttp {
         let stderr = Sink::default();
-        let (child, url) = spawn(&home, &stderr);
+        let (child, url) = spawn(&home, &stderr, profile);
         let token = read_token(&home);
         let mut target = LocalHttp {
             home,
@@ -42,6 +48,7 @@ impl LocalHttp {
             token,
             session: None,
             next_id: 1,
+            profile: profile.to_owned(),
         };
         target.initialize();
         target
@@ -110,9 +117,9 @@ fn read_token(home: &Home) -> String {
         .to_owned()
 }
 
-fn spawn(home: &Home, sink: &Sink) -> (Child, String) {
+fn spawn(home: &Home, sink: &Sink, profile: &str) -> (Child, String) {
     let mut child = home
-        .command(&["hub", "serve", "--http", "--port", "0"])
+        .command(&["hub", "serve", "--http", "--port", "0", "--profile", profile])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -168,7 +175,7 @@ impl Target for LocalHttp {
 
     fn restart(&mut self) {
         self.process.kill();
-        let (child, url) = spawn(&self.home, &self.process.sink());
+        let (child, url) = spawn(&self.home, &self.process.sink(), &self.profile);
         self.process.replace(child);
         self.url = url;
         self.token = read_token(&self.home);

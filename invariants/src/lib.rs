@@ -18,4 +18,4 @@ pub use home::{Home, Ran, binary, repo, sdk_dir};
 pub use hosted::{ADMIN_TOKEN, Hosted, Workerd, list_tools};
 pub use http::LocalHttp;
 pub use stdio::LocalStdio;
-pub use target::{Applicability, Kind, Need, SourceSpec, Target, Transport, run_ids};
+pub use target::{Applicability, Kind, Need, SourceSpec, Target, Transport, add_locally, run_ids};

@@ -7,6 +7,10 @@
 // (b) resident memory of an idle server after those answers;
 // (c) `execute` of one call to the reference memory server through the hub, against the same
 //     `tools/call` sent straight to that server, alternated in one run.
+// (d) a direct-mode profile over the same memory server: `tools/call memory_read_graph` through
+//     the hub against the same call sent straight, alternated in one run;
+// (e) `tools/list` of a direct-mode profile serving GitHub's whole REST API (its OpenAPI
+//     document from @octokit/openapi, over a thousand operations), on a warm server.
 // Prints medians (and p90) as JSON on stdout. Needs `cd node && npm ci`.
 
 import { spawn, execFileSync } from "node:child_process";
@@ -133,10 +137,51 @@ for (let i = 0; i < rounds + 5; i++) {
   }
 }
 await hub.close();
+
+// (d)
+execFileSync(binary, ["hub", "profiles", "create", "plain", "--serves", "memory", "--mode", "direct"], { env, stdio: "ignore" });
+const plain = rpc(binary, ["hub", "serve", "--stdio", "--profile", "plain"], env);
+await plain.request("initialize", init);
+plain.notify("notifications/initialized");
+const viaDirect = [];
+const straightToo = [];
+for (let i = 0; i < rounds + 5; i++) {
+  let start = process.hrtime.bigint();
+  const answer = await plain.request("tools/call", { name: "memory_read_graph", arguments: {} });
+  const took = ms(start);
+  if (answer.result?.isError !== false) throw new Error("the direct call failed: " + JSON.stringify(answer));
+  start = process.hrtime.bigint();
+  await direct.request("tools/call", { name: "read_graph", arguments: {} });
+  const tookDirect = ms(start);
+  if (i >= 5) {
+    viaDirect.push(took);
+    straightToo.push(tookDirect);
+  }
+}
+await plain.close();
 await direct.close();
+
+// (e)
+const github = join(repo, "node/node_modules/@octokit/openapi/generated/api.github.com.json");
+execFileSync(binary, ["hub", "add", github, "--namespace", "github", "--auth", "none", "--yes"], { env, stdio: "ignore" });
+execFileSync(binary, ["hub", "profiles", "create", "gh", "--serves", "github", "--mode", "direct"], { env, stdio: "ignore" });
+const gh = rpc(binary, ["hub", "serve", "--stdio", "--profile", "gh"], env);
+await gh.request("initialize", init);
+gh.notify("notifications/initialized");
+const listed = (await gh.request("tools/list", {})).result.tools.length;
+const ghList = [];
+for (let i = 0; i < rounds; i++) {
+  const start = process.hrtime.bigint();
+  const answer = await gh.request("tools/list", {});
+  ghList.push(ms(start));
+  if (answer.result.tools.length !== listed) throw new Error("tools/list changed between calls");
+}
+await gh.close();
 
 const hubStats = stats(viaHub);
 const directStats = stats(straight);
+const directModeStats = stats(viaDirect);
+const straightTooStats = stats(straightToo);
 console.log(
   JSON.stringify(
     {
@@ -147,6 +192,11 @@ console.log(
       execute_one_call_ms: hubStats,
       direct_tools_call_ms: directStats,
       ratio_of_medians: +(hubStats.median / directStats.median).toFixed(2),
+      direct_mode_call_ms: directModeStats,
+      direct_tools_call_alongside_ms: straightTooStats,
+      direct_mode_ratio_of_medians: +(directModeStats.median / straightTooStats.median).toFixed(2),
+      direct_mode_tools_listed: listed,
+      direct_mode_tools_list_ms: stats(ghList),
     },
     null,
     2,

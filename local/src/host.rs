@@ -18,6 +18,7 @@ use capabilities_core::record::{HandleRecord, ToolFailure, call_summaries};
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::Surface;
+use capabilities_core::surface::direct::{self, DirectTools};
 use capabilities_core::surface::envelope::Envelope;
 use capabilities_core::wording::HostWords;
 
@@ -38,6 +39,8 @@ pub struct Host {
     limits: Limits,
     /// The profile this host serves; the engine resumes only its runs.
     profile: String,
+    /// The profile's tools under their direct-mode names, when it is in direct mode.
+    direct: Option<Direct>,
     /// Sources' connections live on this runtime, so they outlive each run's own runtime.
     sources_runtime: Option<tokio::runtime::Runtime>,
 }
@@ -117,8 +120,18 @@ impl Host {
             .build()
             .context("starting the runtime for MCP sources")?;
         let upstream = PooledUpstream::new(pool, sources_runtime.handle().clone());
+        let direct = (profile.mode == profiles::Mode::Direct).then(|| Direct::new(&surface, profile.naming));
         let profile = profile.name;
-        Ok(Host { store, config, surface, upstream, limits, profile, sources_runtime: Some(sources_runtime) })
+        Ok(Host {
+            store,
+            config,
+            surface,
+            upstream,
+            limits,
+            profile,
+            direct,
+            sources_runtime: Some(sources_runtime),
+        })
     }
 
     pub fn store(&self) -> &Store {
@@ -133,19 +146,43 @@ impl Host {
         &self.surface
     }
 
+    /// The profile's tools as direct mode lists them; `None` in code mode.
+    pub fn direct(&self) -> Option<&Direct> {
+        self.direct.as_ref()
+    }
+
     /// Runs `code` as a new run, on this thread.
     pub fn execute(&self, code: &str) -> Result<Envelope> {
-        self.with_engine(Op::Execute(code))
+        self.with_engine(Op::Execute(code), self.limits)
     }
 
     /// Resumes a run, on this thread.
     pub fn resume(&self, run_id: &str) -> Result<Envelope> {
-        self.with_engine(Op::Resume(run_id))
+        self.with_engine(Op::Resume(run_id), self.run_limits())
     }
 
     /// Cancels a run.
     pub fn cancel(&self, run_id: &str) -> Result<Envelope> {
-        self.with_engine(Op::Cancel(run_id))
+        self.with_engine(Op::Cancel(run_id), self.run_limits())
+    }
+
+    /// Calls the tool direct mode lists as `name` with `arguments`, as a run of its own: the
+    /// same policy, approvals, journal and scrubbing as `execute`. `None` when no tool has the
+    /// name.
+    pub fn call_direct(&self, name: &str, arguments: &serde_json::Value) -> Result<Option<Envelope>> {
+        let Some(address) = self.direct.as_ref().and_then(|d| d.tools.address(name)) else {
+            return Ok(None);
+        };
+        let code = direct::call_code(address, arguments);
+        self.with_engine(Op::Execute(&code), direct::limits(self.limits)).map(Some)
+    }
+
+    /// The limits runs of this profile were started with.
+    fn run_limits(&self) -> Limits {
+        match self.direct {
+            Some(_) => direct::limits(self.limits),
+            None => self.limits,
+        }
     }
 
     /// A stored run as an envelope, without running anything.
@@ -169,7 +206,7 @@ impl Host {
         futures_util::FutureExt::now_or_never(read).unwrap_or_else(|| Err(handles::unknown_handle(uri)))
     }
 
-    fn with_engine(&self, op: Op<'_>) -> Result<Envelope> {
+    fn with_engine(&self, op: Op<'_>, limits: Limits) -> Result<Envelope> {
         RUN_RUNTIME.with(|cell| {
             let runtime = match cell.get() {
                 Some(runtime) => runtime,
@@ -185,7 +222,7 @@ impl Host {
                 let sandbox = sandbox.get_or_init(new_sandbox);
                 // Normally freed by `after_answer`; a caller that never calls it frees here.
                 sandbox.free_spent();
-                self.run_engine(runtime, sandbox, op)
+                self.run_engine(runtime, sandbox, op, limits)
             })
         })
     }
@@ -195,6 +232,7 @@ impl Host {
         runtime: &tokio::runtime::Runtime,
         sandbox: &QuickJs,
         op: Op<'_>,
+        limits: Limits,
     ) -> Result<Envelope> {
         let secrets = LocalSecrets::new(&self.config, &self.store);
         // A person may cancel a running attempt from another process (`hub cancel`).
@@ -210,7 +248,7 @@ impl Host {
             blobs: &self.store,
             clock: &SystemClock,
             entropy: &OsEntropy,
-            limits: self.limits,
+            limits,
             words: &self.surface.words,
             profile: &self.profile,
         };
@@ -221,7 +259,34 @@ impl Host {
                 Op::Cancel(id) => engine.cancel(id).await,
             }
         });
-        Ok(Envelope::render(report, &self.limits, &self.surface.words))
+        Ok(Envelope::render(report, &limits, &self.surface.words))
+    }
+}
+
+/// A direct-mode profile's tools: their names, and their MCP definitions built once.
+pub struct Direct {
+    pub tools: DirectTools,
+    pub definitions: Vec<rmcp::model::Tool>,
+}
+
+impl Direct {
+    /// The tools `surface` serves, named by `naming`; tools policy denies are not listed.
+    fn new(surface: &Surface, naming: profiles::Naming) -> Direct {
+        let tools = DirectTools::new(&surface.catalog, naming, |address| {
+            surface.effect(address) != capabilities_core::policy::Effect::Deny
+        });
+        let definitions = tools
+            .definitions(&surface.catalog)
+            .into_iter()
+            .filter_map(|definition| match serde_json::from_value(definition) {
+                Ok(tool) => Some(tool),
+                Err(err) => {
+                    warn(&format!("a tool's definition cannot be listed in direct mode: {err}"));
+                    None
+                }
+            })
+            .collect();
+        Direct { tools, definitions }
     }
 }
 

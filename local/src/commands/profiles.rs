@@ -12,7 +12,7 @@ use serde_json::json;
 use super::print_stdout;
 use crate::config::HubConfig;
 use crate::error::{Exit, UsageError};
-use crate::profiles::{self, DEFAULT, Profile};
+use crate::profiles::{self, DEFAULT, Mode, Naming, Profile};
 use crate::settings::Settings;
 use crate::store::Store;
 
@@ -35,6 +35,30 @@ pub struct Shape {
     /// Calls to this source or tool are denied, and it is hidden from search.
     #[arg(long, value_name = "SOURCE|TOOL")]
     pub deny: Vec<String>,
+    /// `code` serves search, describe and execute; `direct` lists each tool as its own MCP
+    /// tool, for clients and models that do better that way.
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// How direct mode names tools: `prefixed` (`github_search_issues`) or `bare` (the
+    /// source's own names, for a profile of one source).
+    #[arg(long, value_enum, value_name = "prefixed|bare")]
+    pub names: Option<Names>,
+}
+
+/// `--names`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Names {
+    Prefixed,
+    Bare,
+}
+
+impl From<Names> for Naming {
+    fn from(names: Names) -> Naming {
+        match names {
+            Names::Prefixed => Naming::Prefixed,
+            Names::Bare => Naming::Bare,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,8 +102,12 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
                     "say what `{name}` serves: --serves github, --serves github.search*, or --serves '*'"
                 )));
             }
-            let profile =
-                Profile { name, serves: shape.serves.clone(), rules: rules(&[], &shape).map_err(usage)? };
+            let profile = Profile {
+                rules: rules(&[], &shape).map_err(usage)?,
+                mode: shape.mode.unwrap_or_default(),
+                naming: shape.names.map(Naming::from).unwrap_or_default(),
+                ..Profile::serving(&name, shape.serves.clone())
+            };
             write(settings, &store, &profile, "created")
         }
         ProfilesCommand::Edit { name, shape, clear_rules } => {
@@ -96,6 +124,12 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
             };
             if !shape.serves.is_empty() {
                 profile.serves = shape.serves.clone();
+            }
+            if let Some(mode) = shape.mode {
+                profile.mode = mode;
+            }
+            if let Some(names) = shape.names {
+                profile.naming = names.into();
             }
             let kept = if clear_rules { Vec::new() } else { profile.rules.clone() };
             profile.rules = rules(&kept, &shape).map_err(usage)?;
@@ -130,17 +164,34 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
             let tools: Vec<String> = catalog.tools().map(|(address, _)| address.to_string()).collect();
             let unmatched = profile.unmatched(&config);
             if settings.json {
-                let value = json!({
-                    "name": profile.name, "serves": profile.serves, "rules": profile.rules,
-                    "tools": tools, "unmatched": unmatched,
-                });
+                let mut value = summary(&profile);
+                value["tools"] = json!(tools);
+                value["unmatched"] = json!(unmatched);
+                if let Some(names) = direct_names(settings, &profile)? {
+                    value["listed"] = names
+                        .iter()
+                        .map(|(name, address)| (name.clone(), json!(address)))
+                        .collect::<serde_json::Map<_, _>>()
+                        .into();
+                }
                 return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
                     .map(|()| Exit::Ok.into());
             }
             let mut text = describe(&profile);
             let _ = writeln!(text, "tools ({}):", tools.len());
-            for tool in &tools {
-                let _ = writeln!(text, "  {tool}");
+            match direct_names(settings, &profile)? {
+                // Direct mode: the name each tool is listed under, beside its address.
+                Some(names) => {
+                    let width = names.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+                    for (name, address) in &names {
+                        let _ = writeln!(text, "  {name:<width$}  {address}");
+                    }
+                }
+                None => {
+                    for tool in &tools {
+                        let _ = writeln!(text, "  {tool}");
+                    }
+                }
             }
             for pattern in unmatched {
                 let _ = writeln!(text, "warning: `{pattern}` matches no tool of the hub");
@@ -161,7 +212,7 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
                 let list: Vec<_> = all
                     .iter()
                     .map(|p| match p {
-                        Ok(p) => json!({ "name": p.name, "serves": p.serves, "rules": p.rules }),
+                        Ok(p) => summary(p),
                         Err((name, why)) => json!({ "name": name, "unreadable": why }),
                     })
                     .collect();
@@ -213,8 +264,8 @@ fn write(settings: &Settings, store: &Store, profile: &Profile, done: &str) -> R
     profiles::save(store, profile)?;
     let tools = profile.catalog(&config).tools().count();
     if settings.json {
-        let value =
-            json!({ "name": profile.name, "serves": profile.serves, "rules": profile.rules, "tools": tools });
+        let mut value = summary(profile);
+        value["tools"] = json!(tools);
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
     } else {
         print_stdout(&format!(
@@ -227,8 +278,34 @@ fn write(settings: &Settings, store: &Store, profile: &Profile, done: &str) -> R
     Ok(Exit::Ok.into())
 }
 
+/// In direct mode, the name each tool the profile serves is listed under, with its address
+/// (policy's denied tools are not listed).
+fn direct_names(settings: &Settings, profile: &Profile) -> Result<Option<Vec<(String, String)>>> {
+    if profile.mode != Mode::Direct {
+        return Ok(None);
+    }
+    let host = crate::host::Host::open_profile(&settings.home, &profile.name)?;
+    Ok(host
+        .direct()
+        .map(|d| d.tools.iter().map(|(name, address)| (name.to_owned(), address.to_string())).collect()))
+}
+
+/// A profile as `--json` shows it.
+fn summary(p: &Profile) -> serde_json::Value {
+    let mut value = json!({ "name": p.name, "serves": p.serves, "rules": p.rules, "mode": p.mode.as_str() });
+    if p.mode == Mode::Direct {
+        value["names"] = json!(p.naming);
+    }
+    value
+}
+
 fn describe(p: &Profile) -> String {
-    let mut text = format!("{}  serves {}\n", p.name, p.serves.join(", "));
+    let mode = match (p.mode, p.naming) {
+        (Mode::Code, _) => String::new(),
+        (Mode::Direct, Naming::Prefixed) => "  (direct)".to_owned(),
+        (Mode::Direct, Naming::Bare) => "  (direct, bare names)".to_owned(),
+    };
+    let mut text = format!("{}  serves {}{mode}\n", p.name, p.serves.join(", "));
     for rule in &p.rules {
         let _ = writeln!(text, "  {} {}", rule.effect, rule.target);
     }

@@ -462,7 +462,7 @@ fn row_json(r: &StoredRun) -> Value {
         "id": run.id, "status": run.status.as_str(), "createdMs": run.created_ms,
         "updatedMs": run.updated_ms, "attempts": run.attempts, "pending": run.pending.len(),
         "calls": calls.len(), "failedCalls": calls.iter().filter(|c| matches!(c.outcome, Some((CallOutcome::Err { .. }, _)))).count(),
-        "sources": sources, "code": first_line(&run.body, 120),
+        "sources": sources, "code": first_line(&run.body, 120), "profile": run.profile,
         "error": run.output.error.as_ref().map(|e| &e.code),
     })
 }

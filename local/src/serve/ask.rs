@@ -18,7 +18,7 @@ use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceEr
 use serde_json::Value;
 
 use super::approvals::{self, Answer, ApprovalKey, KeyFile};
-use super::handler::{Answered, HubServer, answer, envelope_result, error_text, on_own_thread, parse_call};
+use super::handler::{Answered, HubServer, Shape, error_text, on_own_thread};
 use super::rounds;
 use crate::page::Notifier;
 use crate::platform::now_ms;
@@ -53,29 +53,26 @@ impl HubServer {
         responses: Option<InputResponses>,
         request_state: Option<String>,
     ) -> CallToolResponse {
-        let envelope = match request_state {
+        let (envelope, shape) = match request_state {
             Some(state) => match self.record_round(state, responses).await {
                 // Every form was dismissed: the calls stay pending, and asking again at once
                 // would only loop.
-                Ok((envelope, false)) => return envelope_result(&envelope).into(),
-                Ok((envelope, true)) => envelope,
+                Ok((envelope, shape, false)) => return self.run_result(&envelope, &shape).into(),
+                Ok((envelope, shape, true)) => (envelope, shape),
                 Err(message) => return error_text(message).into(),
             },
             None => {
-                let request = match parse_call(name, arguments, &self.limits) {
-                    Ok(request) => request,
-                    Err(message) => return error_text(message).into(),
-                };
                 let server = self.clone();
-                match on_own_thread(move || answer(&*server.host()?, request)).await {
+                let name = name.to_owned();
+                match on_own_thread(move || server.answer(&server.host()?, &name, arguments)).await {
                     Ok(Answered::Text(result)) => return result.into(),
-                    Ok(Answered::Run(envelope)) => envelope,
+                    Ok(Answered::Run(envelope, shape)) => (envelope, shape),
                     Err(err) => return error_text(format!("{err:#}")).into(),
                 }
             }
         };
         if envelope.status != EnvelopeStatus::AwaitingApproval {
-            return envelope_result(&envelope).into();
+            return self.run_result(&envelope, &shape).into();
         }
         let server = self.clone();
         let run_id = envelope.run_id.clone();
@@ -89,10 +86,10 @@ impl HubServer {
         .await;
         match asked {
             Ok(Some(input_required)) => input_required.into(),
-            Ok(None) => envelope_result(&envelope).into(),
+            Ok(None) => self.run_result(&envelope, &shape).into(),
             Err(err) => {
                 eprintln!("warning: asking for approval in the client failed: {err:#}");
-                envelope_result(&self.tell_person(envelope).await).into()
+                self.run_result(&self.tell_person(envelope).await, &shape).into()
             }
         }
     }
@@ -103,7 +100,7 @@ impl HubServer {
         &self,
         request_state: String,
         responses: Option<InputResponses>,
-    ) -> Result<(Envelope, bool), String> {
+    ) -> Result<(Envelope, Shape, bool), String> {
         let server = self.clone();
         let (run_id, recorded) = on_own_thread(move || {
             let key = ApprovalKey::load_or_create(&server.home)?;
@@ -132,9 +129,20 @@ impl HubServer {
             )
         })?;
         let server = self.clone();
-        let envelope =
-            on_own_thread(move || server.host()?.resume(&run_id)).await.map_err(|err| format!("{err:#}"))?;
-        Ok((envelope, recorded))
+        let (envelope, shape) = on_own_thread(move || {
+            let host = server.host()?;
+            let envelope = host.resume(&run_id)?;
+            // A direct call's retry carries the state, not necessarily the same arguments: it
+            // answers as the tool, and is not remembered as waiting under them.
+            let shape = match host.direct() {
+                Some(_) => Shape::Direct(format!("\0round {run_id}")),
+                None => Shape::Envelope,
+            };
+            Ok((envelope, shape))
+        })
+        .await
+        .map_err(|err| format!("{err:#}"))?;
+        Ok((envelope, shape, recorded))
     }
 
     /// Puts each undecided approval of the waiting run to the person through the client's

@@ -3,6 +3,7 @@
 //! person is put to them by `ask.rs`, in the client's own prompt when it can show one. Nothing
 //! the model sends changes configuration or records a decision.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -10,6 +11,7 @@ use anyhow::Result;
 use capabilities_core::handles;
 use capabilities_core::limits::Limits;
 use capabilities_core::surface::Surface;
+use capabilities_core::surface::direct;
 use capabilities_core::surface::envelope::Envelope;
 use capabilities_core::surface::envelope::EnvelopeStatus;
 use rmcp::ErrorData as McpError;
@@ -44,6 +46,12 @@ pub struct HubServer {
     pub(super) limits: Limits,
     host: Arc<Mutex<OpenHost>>,
     pub(super) pages: ApprovalPages,
+    /// Whether the profile was in direct mode when serving started (for the instructions; the
+    /// tools listed and called follow the profile as it is now).
+    direct: bool,
+    /// Direct calls waiting for a person, by tool name and arguments: the same call made again
+    /// continues its run instead of asking anew.
+    waiting: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -61,12 +69,18 @@ impl HubServer {
     /// Serves profile `profile` of the hub whose store is at `home`.
     pub fn for_profile(home: &Path, profile: &str) -> HubServer {
         let pages = ApprovalPages::new(home.to_owned());
+        let direct = crate::store::Store::open(home)
+            .ok()
+            .and_then(|store| crate::profiles::load(&store, profile).ok().flatten())
+            .is_some_and(|p| p.mode == crate::profiles::Mode::Direct);
         HubServer {
+            direct,
             home: home.to_owned(),
             profile: profile.to_owned(),
             limits: Limits::DEFAULT,
             host: Arc::new(Mutex::new(None)),
             pages,
+            waiting: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -104,30 +118,96 @@ impl HubServer {
         arguments: Value,
         context: Option<&RequestContext<RoleServer>>,
     ) -> CallToolResult {
-        let request = match parse_call(name, arguments, &self.limits) {
-            Ok(request) => request,
-            Err(message) => return error_text(message),
-        };
         let server = self.clone();
-        match on_own_thread(move || answer(&*server.host()?, request)).await {
+        let name = name.to_owned();
+        match on_own_thread(move || server.answer(&server.host()?, &name, arguments)).await {
             Ok(Answered::Text(result)) => result,
-            Ok(Answered::Run(envelope)) => match context {
-                Some(context)
-                    if envelope.status == EnvelopeStatus::AwaitingApproval && can_ask(&context.peer) =>
-                {
-                    envelope_result(&self.ask_person(&Prompter::new(context), envelope).await)
-                }
-                _ => envelope_result(&self.tell_person(envelope).await),
-            },
+            Ok(Answered::Run(envelope, shape)) => {
+                let envelope = match context {
+                    Some(context)
+                        if envelope.status == EnvelopeStatus::AwaitingApproval && can_ask(&context.peer) =>
+                    {
+                        self.ask_person(&Prompter::new(context), envelope).await
+                    }
+                    _ => self.tell_person(envelope).await,
+                };
+                self.run_result(&envelope, &shape)
+            }
             Err(err) => error_text(format!("{err:#}")),
         }
     }
+
+    /// Answers one `tools/call` on the calling thread: a direct-mode tool when the profile is in
+    /// direct mode, else one of the three.
+    pub(super) fn answer(&self, host: &Host, name: &str, arguments: Value) -> Result<Answered> {
+        if host.direct().is_none() {
+            return match parse_call(name, arguments, &self.limits) {
+                Ok(request) => answer(host, request),
+                Err(message) => Ok(Answered::Text(error_text(message))),
+            };
+        }
+        let bytes = serde_json::to_string(&arguments).map_or(0, |text| text.len());
+        if bytes > direct::MAX_ARGUMENT_BYTES {
+            return Ok(Answered::Text(error_text(format!(
+                "the arguments are {bytes} bytes of JSON, over the limit of {} for one call",
+                direct::MAX_ARGUMENT_BYTES
+            ))));
+        }
+        let key = format!("{name}\0{}", capabilities_core::canonical::to_string(&arguments));
+        let waiting = self.waiting.lock().ok().and_then(|w| w.get(&key).cloned());
+        let envelope = match waiting {
+            Some(run_id) => host.resume(&run_id)?,
+            None => match host.call_direct(name, &arguments)? {
+                Some(envelope) => envelope,
+                None => {
+                    return Ok(Answered::Text(error_text(format!(
+                        "there is no tool `{name}` in this profile: tools/list names the tools it serves"
+                    ))));
+                }
+            },
+        };
+        Ok(Answered::Run(envelope, Shape::Direct(key)))
+    }
+
+    /// A run's answer to the client in the shape it asked in; a direct call that still waits
+    /// for a person is remembered, so calling it again continues the run.
+    pub(super) fn run_result(&self, envelope: &Envelope, shape: &Shape) -> CallToolResult {
+        match shape {
+            Shape::Envelope => envelope_result(envelope),
+            Shape::Direct(key) => {
+                if let Ok(mut waiting) = self.waiting.lock() {
+                    match envelope.status.is_waiting() {
+                        true => waiting.insert(key.clone(), envelope.run_id.clone()),
+                        false => waiting.remove(key),
+                    };
+                }
+                direct_result(envelope)
+            }
+        }
+    }
+
+    /// The definitions `tools/list` answers with: the three tools, or in direct mode the
+    /// profile's own.
+    fn listed(&self) -> Result<Vec<Tool>> {
+        let host = self.host()?;
+        Ok(match host.direct() {
+            Some(direct) => direct.definitions.clone(),
+            None => tools::definitions(&self.limits),
+        })
+    }
+}
+
+/// How a run's envelope goes back: as the envelope (`execute`), or as the tool's own result
+/// (a direct call, with its key among waiting calls).
+pub(super) enum Shape {
+    Envelope,
+    Direct(String),
 }
 
 /// What a call produced: a text answer, or a run's envelope.
 pub(super) enum Answered {
     Text(CallToolResult),
-    Run(Envelope),
+    Run(Envelope, Shape),
 }
 
 /// One call, its arguments checked.
@@ -181,8 +261,8 @@ pub(super) fn answer(host: &Host, request: Request) -> Result<Answered> {
     Ok(match request {
         Request::Search(args) => Answered::Text(text_result(host.surface().search(&args))),
         Request::Describe(args) => Answered::Text(text_result(host.surface().describe(&args))),
-        Request::Execute(code) => Answered::Run(host.execute(&code)?),
-        Request::Resume(run_id) => Answered::Run(host.resume(&run_id)?),
+        Request::Execute(code) => Answered::Run(host.execute(&code)?, Shape::Envelope),
+        Request::Resume(run_id) => Answered::Run(host.resume(&run_id)?, Shape::Envelope),
     })
 }
 
@@ -239,6 +319,22 @@ pub fn envelope_result(envelope: &Envelope) -> CallToolResult {
     result
 }
 
+/// A direct call's run as the tool's own result (see [`direct::call_result`]), with a
+/// `resource_link` for each handle.
+pub fn direct_result(envelope: &Envelope) -> CallToolResult {
+    let mut result: CallToolResult = serde_json::from_value(direct::call_result(envelope))
+        .unwrap_or_else(|err| error_text(format!("the tool's result cannot be sent: {err}")));
+    for link in envelope.resource_links() {
+        result.content.push(ContentBlock::resource_link(
+            Resource::new(link.uri, link.name)
+                .with_description(link.description)
+                .with_mime_type(link.mime_type)
+                .with_size(link.bytes),
+        ));
+    }
+    result
+}
+
 /// `resources/read` of a handle's URI: the part of its text the URI names, for this profile's
 /// runs only.
 fn read_handle(host: &Host, uri: &str) -> Result<ReadResourceResult, McpError> {
@@ -259,7 +355,7 @@ impl ServerHandler for HubServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("capabilities", env!("CARGO_PKG_VERSION")))
-            .with_instructions(tools::INSTRUCTIONS)
+            .with_instructions(if self.direct { direct::INSTRUCTIONS } else { tools::INSTRUCTIONS })
     }
 
     async fn list_tools(
@@ -267,11 +363,20 @@ impl ServerHandler for HubServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools::definitions(&self.limits)))
+        let server = self.clone();
+        match on_own_thread(move || server.listed()).await {
+            Ok(listed) => Ok(ListToolsResult::with_all_items(listed)),
+            Err(err) => Err(McpError::internal_error(format!("{err:#}"), None)),
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::definition(name, &self.limits)
+        // Only the hub already open is looked at: this must not block.
+        let cached = self.host.try_lock().ok()?.as_ref().map(|(_, host)| Arc::clone(host));
+        match cached.as_deref().and_then(Host::direct) {
+            Some(direct) => direct.definitions.iter().find(|t| t.name == name).cloned(),
+            None => tools::definition(name, &self.limits),
+        }
     }
 
     async fn read_resource(
@@ -294,9 +399,11 @@ impl ServerHandler for HubServer {
     ) -> Result<CallToolResponse, McpError> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         if rounds::asks_inline(&context) {
-            // Only a retried `execute` carries answers to record, as on the hosted hub; search
-            // and describe ask nothing, so a state sent with them is not read.
-            let request_state = request.request_state.filter(|_| request.name == tools::EXECUTE);
+            // Only a retried `execute` (or direct call) carries answers to record, as on the
+            // hosted hub; search and describe ask nothing, so a state sent with them is not read.
+            let request_state = request
+                .request_state
+                .filter(|_| request.name != tools::SEARCH && request.name != tools::DESCRIBE);
             return Ok(self
                 .call_inline(&request.name, arguments, request.input_responses, request_state)
                 .await);

@@ -244,3 +244,131 @@ fn a_harness_is_connected_with_its_own_profile() {
         doctor["checks"].as_array().unwrap().iter().find(|c| c["name"] == "cursor").cloned().unwrap();
     assert_eq!(cursor["ok"], true, "an entry serving an existing profile is connected: {cursor}");
 }
+
+impl Hub {
+    /// The SDK client of `elicit-client.mjs` against profile `profile`, answering approval
+    /// prompts with `answers` (`None`: a client that cannot be asked).
+    fn elicit(&self, profile: &str, calls: &Value, answers: Option<&[&str]>) -> std::process::Child {
+        Command::new("node")
+            .arg(repo().join("local/tests/fixtures/elicit-client.mjs"))
+            .arg(calls.to_string())
+            .arg(json!(answers).to_string())
+            .env("MCP_SDK_DIR", packages().join("sdk"))
+            .env("CAPABILITIES_BIN", env!("CARGO_BIN_EXE_capabilities"))
+            .env("CAPABILITIES_HOME", self.home())
+            .env("CAPABILITIES_PROFILE", profile)
+            // The approval page's browser: nothing opens.
+            .env("BROWSER", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node starts")
+    }
+
+    fn runs(&self) -> Vec<Value> {
+        let listed: Value = serde_json::from_str(&self.run(&["--json", "runs"]).stdout).unwrap();
+        listed["runs"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+fn finished(child: std::process::Child) -> Value {
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the client failed: {}", String::from_utf8_lossy(&out.stdout));
+    serde_json::from_slice(&out.stdout).expect("the client prints one JSON object")
+}
+
+fn direct(name: &str, arguments: Value) -> Value {
+    json!({ "name": name, "arguments": arguments })
+}
+
+/// A direct-mode profile lists the memory server's own tools under stable names with their own
+/// schemas; each call is a run of the hub, decided by its policy, that answers as the tool.
+#[test]
+fn direct_mode_lists_each_tool_and_calls_it_through_the_hub() {
+    let hub = Hub::with_memory();
+    let created = hub.run(&["profiles", "create", "plain", "--serves", "memory", "--mode", "direct"]);
+    assert_eq!(created.code, 0, "{}{}", created.stdout, created.stderr);
+    let listed = hub.run(&["profiles", "show", "plain"]).stdout;
+    assert!(listed.contains("plain  serves memory  (direct)"), "{listed}");
+    assert!(listed.contains("memory_read_graph  memory.readGraph"), "{listed}");
+
+    let seen = hub.client(
+        "plain",
+        json!([
+            direct("memory_read_graph", json!({})),
+            direct("memory_create_entities", json!({ "entities": [{ "name": "a", "entityType": "t", "observations": [] }] })),
+            direct("execute", json!({ "code": "return 1" })),
+            direct("memory_read_graph", json!({ "unexpected": 1 })),
+        ]),
+    );
+    let tools = seen["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+    assert!(names.contains(&"memory_read_graph") && names.contains(&"memory_create_entities"), "{names:?}");
+    assert!(names.iter().all(|n| n.len() <= 50 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')));
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(hub.home().join("manifests/memory.json")).unwrap()).unwrap();
+    let create = manifest["tools"].as_array().unwrap().iter().find(|t| t["ident"] == "createEntities").unwrap();
+    let listed = tools.iter().find(|t| t["name"] == "memory_create_entities").unwrap();
+    assert_eq!(listed["inputSchema"], create["record"]["inputSchema"], "the schema passes through unchanged");
+    assert!(seen["instructions"].as_str().unwrap().contains("call the same tool again"), "{}", seen["instructions"]);
+
+    let results = &seen["results"];
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert_eq!(results[0]["structuredContent"], json!({ "entities": [], "relations": [] }), "{}", results[0]);
+    assert_eq!(results[1]["isError"], true, "a write waits for a person: {}", results[1]);
+    assert!(results[1]["text"].as_str().unwrap().contains("call this tool again"), "{}", results[1]);
+    assert!(
+        results[2]["text"].as_str().unwrap().contains("there is no tool `execute` in this profile"),
+        "direct mode serves only the profile's tools: {}",
+        results[2]
+    );
+    assert!(results[3]["text"].as_str().unwrap().contains("invalid_arguments"), "{}", results[3]);
+
+    // Every call was a run of this profile, in the run history.
+    let runs = hub.runs();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert!(runs.iter().all(|r| r["profile"] == "plain"), "{runs:?}");
+
+    // The same names in another process, and the same after an unrelated source arrives.
+    let again = hub.client("plain", json!([]));
+    assert_eq!(again["tools"], seen["tools"]);
+}
+
+/// Approvals reach a direct call on every channel: the client's own prompt, and a person at
+/// the terminal while the client waits; the call made again continues the same run, and the
+/// write happens once.
+#[test]
+fn direct_calls_are_approved_in_the_client_or_from_the_terminal() {
+    let hub = Hub::with_memory();
+    assert_eq!(hub.run(&["profiles", "create", "plain", "--serves", "memory", "--mode", "direct"]).code, 0);
+    let entity = |name: &str| json!({ "entities": [{ "name": name, "entityType": "t", "observations": [] }] });
+
+    let asked = finished(hub.elicit("plain", &json!([direct("memory_create_entities", entity("asked"))]), Some(&["once"])));
+    assert_eq!(asked["results"][0]["isError"], false, "{asked}");
+    assert_eq!(asked["elicitations"].as_array().unwrap().len(), 1, "{asked}");
+
+    let go = hub.dir.path().join("go");
+    let calls = json!([
+        direct("memory_create_entities", entity("later")),
+        { "waitFor": go.display().to_string() },
+        direct("memory_create_entities", entity("later")),
+    ]);
+    let client = hub.elicit("plain", &calls, None);
+    let waiting = (0..200)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            hub.runs().into_iter().find(|r| r["status"] == "awaiting_input")
+        })
+        .expect("the call waits for a person");
+    let id = waiting["id"].as_str().unwrap().to_owned();
+    let approved = hub.run(&["--json", "approve", &id, "--choice", "once"]);
+    assert_eq!(approved.code, 0, "{}{}", approved.stdout, approved.stderr);
+    std::fs::write(&go, "").unwrap();
+    let seen = finished(client);
+    assert_eq!(seen["results"][0]["isError"], true, "{seen}");
+    assert_eq!(seen["results"][1]["isError"], false, "the same call continues the run: {seen}");
+    let memory = std::fs::read_to_string(hub.dir.path().join("memory.jsonl")).unwrap();
+    assert_eq!(memory.matches(r#""name":"later""#).count(), 1, "written once: {memory}");
+    assert_eq!(hub.runs().len(), 2, "no third run");
+}
