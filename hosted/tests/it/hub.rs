@@ -74,7 +74,8 @@ fn initialize_and_tools_list_are_the_local_hubs() {
         );
         assert_eq!(init["protocolVersion"], version);
         assert_eq!(init["instructions"], snapshot["instructions"]);
-        assert_eq!(init["capabilities"], json!({"tools": {}}));
+        // Resources: a handle's parts, read with `resources/read`.
+        assert_eq!(init["capabilities"], json!({"tools": {}, "resources": {}}));
     }
     assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
     let listed = hub.rpc("acme", "tools/list", json!({}));
