@@ -79,20 +79,19 @@ impl DirectTools {
         // prefixed one for every tool that has it.
         let mut first: Vec<String> = tools.iter().map(|(a, t)| natural(a, t, naming)).collect();
         if naming == Naming::Bare {
-            let counts = count(&first);
+            let shared = shared(&first);
             for (i, (address, tool)) in tools.iter().enumerate() {
-                if counts[first[i].as_str()] > 1 {
+                if shared[i] {
                     first[i] = natural(address, tool, Naming::Prefixed);
                 }
             }
         }
         // Names still shared (after folding characters or cutting to length) all take a hash of
         // their address, so no tool keeps a name another could have claimed first.
-        let counts = count(&first);
-        let mut names: Vec<String> = first
-            .iter()
-            .zip(&tools)
-            .map(|(name, (address, _))| match counts[name.as_str()] > 1 {
+        let mut names: Vec<String> = shared(&first)
+            .into_iter()
+            .zip(first.iter().zip(&tools))
+            .map(|(shared, (name, (address, _)))| match shared {
                 true => hashed(name, address, HASH_DIGITS),
                 false => name.clone(),
             })
@@ -278,12 +277,13 @@ fn fold(raw: &str) -> String {
     raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 
-fn count(names: &[String]) -> BTreeMap<&str, usize> {
-    let mut counts = BTreeMap::new();
+/// For each name, whether another in `names` is the same.
+fn shared(names: &[String]) -> Vec<bool> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for name in names {
         *counts.entry(name.as_str()).or_insert(0) += 1;
     }
-    counts
+    names.iter().map(|name| counts[name.as_str()] > 1).collect()
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ impl HubServer {
             None => {
                 let server = self.clone();
                 let name = name.to_owned();
-                match on_own_thread(move || server.answer(&server.host()?, &name, arguments)).await {
+                match on_own_thread(move || server.answer(&*server.host()?, &name, arguments)).await {
                     Ok(Answered::Text(result)) => return result.into(),
                     Ok(Answered::Run(envelope, shape)) => (envelope, shape),
                     Err(err) => return error_text(format!("{err:#}")).into(),

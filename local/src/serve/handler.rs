@@ -120,7 +120,7 @@ impl HubServer {
     ) -> CallToolResult {
         let server = self.clone();
         let name = name.to_owned();
-        match on_own_thread(move || server.answer(&server.host()?, &name, arguments)).await {
+        match on_own_thread(move || server.answer(&*server.host()?, &name, arguments)).await {
             Ok(Answered::Text(result)) => result,
             Ok(Answered::Run(envelope, shape)) => {
                 let envelope = match context {

@@ -37,15 +37,17 @@ fn names_are_folded_prefixed_and_short() {
         ("github", &[tool("repos/get"), tool("repos-get")]),
     ]);
     expect![[r#"
-        github_repos_get <- github.reposGet
-        github_repos-get <- github.reposGet_2
+        github_repos_get <- github.reposGet_4b1f
+        github_repos-get <- github.reposGet
         memory_read_graph <- memory.readGraph
         memory_create_entities <- memory.createEntities
-        memory_a_tool_name_that_goes_on_and_on_we_3c0c47b0 <- memory.aToolNameThatGoesOnAndOnWellPastWhatAnyHarnessShows
+        memory_a_tool_name_that_goes_on_and_on_we_088199bb <- memory.aToolNameThatGoesOnAndOnWellPastWhatAnyHarnessShows
     "#]]
     .assert_eq(&names(&c, Naming::Prefixed));
     for (name, _) in DirectTools::new(&c, Naming::Prefixed, |_| true).iter() {
-        assert!(name.len() <= MAX_NAME && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)));
+        assert!(
+            name.len() <= MAX_NAME && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
+        );
     }
 }
 
@@ -53,15 +55,15 @@ fn names_are_folded_prefixed_and_short() {
 fn shared_names_take_a_hash_and_bare_names_fall_back_to_prefixed() {
     let c = catalog(&[("a", &[tool("x.y"), tool("x_y"), tool("search")]), ("b", &[tool("search")])]);
     expect![[r#"
-        a_x_y_eaa5ac5d <- a.xY
-        a_x_y_ea2c3e26 <- a.xY_2
+        a_x_y_f165171b <- a.xY
+        a_x_y_e1b79866 <- a.xY_f906
         a_search <- a.search
         b_search <- b.search
     "#]]
     .assert_eq(&names(&c, Naming::Prefixed));
     expect![[r#"
-        a_x_y_eaa5ac5d <- a.xY
-        a_x_y_ea2c3e26 <- a.xY_2
+        a_x_y_f165171b <- a.xY
+        a_x_y_e1b79866 <- a.xY_f906
         a_search <- a.search
         b_search <- b.search
     "#]]
@@ -69,7 +71,7 @@ fn shared_names_take_a_hash_and_bare_names_fall_back_to_prefixed() {
     let one = catalog(&[("conformance", &[tool("test_image_content"), tool("json_schema_2020_12_tool")])]);
     expect![[r#"
         test_image_content <- conformance.testImageContent
-        json_schema_2020_12_tool <- conformance.jsonSchema_2020_12Tool
+        json_schema_2020_12_tool <- conformance.jsonSchema202012Tool
     "#]]
     .assert_eq(&names(&one, Naming::Bare));
 }
@@ -78,7 +80,12 @@ fn shared_names_take_a_hash_and_bare_names_fall_back_to_prefixed() {
 fn the_same_tools_get_the_same_names_whatever_else_is_listed() {
     let alone = catalog(&[("memory", &[tool("read_graph")])]);
     let crowded = catalog(&[("aaa", &[tool("z")]), ("memory", &[tool("read_graph")]), ("zzz", &[tool("q")])]);
-    let name = |c: &Catalog| DirectTools::new(c, Naming::Prefixed, |_| true).iter().find(|(_, a)| a.namespace.as_str() == "memory").map(|(n, _)| n.to_owned());
+    let name = |c: &Catalog| {
+        DirectTools::new(c, Naming::Prefixed, |_| true)
+            .iter()
+            .find(|(_, a)| a.namespace.as_str() == "memory")
+            .map(|(n, _)| n.to_owned())
+    };
     assert_eq!(name(&alone), name(&crowded));
     let hidden = DirectTools::new(&crowded, Naming::Prefixed, |a| a.namespace.as_str() != "zzz");
     assert_eq!(hidden.len(), 2);
@@ -96,7 +103,9 @@ fn definitions_keep_the_sources_schemas() {
     });
     let c = catalog(&[(
         "s",
-        &[json!({ "name": "t", "description": "", "inputSchema": schema, "annotations": { "readOnlyHint": true } })],
+        &[
+            json!({ "name": "t", "description": "", "inputSchema": schema, "annotations": { "readOnlyHint": true } }),
+        ],
     )]);
     let tools = DirectTools::new(&c, Naming::Bare, |_| true);
     let defs = tools.definitions(&c);
@@ -110,8 +119,10 @@ fn definitions_keep_the_sources_schemas() {
 fn call_code_passes_arguments_as_json_text() {
     let address = ToolAddress::parse("memory.readGraph").unwrap();
     let code = call_code(&address, &json!({ "__proto__": { "x": 1 }, "q": "a\"b\u{2028}</script>" }));
-    expect![[r#"return await memory.readGraph(JSON.parse("{\"__proto__\":{\"x\":1},\"q\":\"a\\\"b\u2028</script>\"}"))"#]]
-        .assert_eq(&code);
+    expect![[
+        r#"return await memory.readGraph(JSON.parse("{\"__proto__\":{\"x\":1},\"q\":\"a\\\"b </script>\"}"))"#
+    ]]
+    .assert_eq(&code);
 }
 
 fn envelope(value: Value) -> Envelope {
@@ -151,14 +162,22 @@ fn results_come_back_as_the_tool_gave_them() {
     let got = call_result(&envelope(json!({ "status": "completed", "result": image })));
     assert_eq!(got, json!({ "content": image, "isError": false }));
     let got = call_result(&envelope(json!({ "status": "completed", "result": { "n": 1 } })));
-    assert_eq!(got, json!({ "content": [{ "type": "text", "text": "{\"n\":1}" }], "isError": false, "structuredContent": { "n": 1 } }));
+    assert_eq!(
+        got,
+        json!({ "content": [{ "type": "text", "text": "{\"n\":1}" }], "isError": false, "structuredContent": { "n": 1 } })
+    );
     let got = call_result(&envelope(json!({ "status": "completed", "result": "plain" })));
     assert_eq!(got["content"][0]["text"], "plain");
     let got = call_result(&envelope(
         json!({ "status": "failed", "error": { "code": "tool_error", "message": "boom", "hint": "try x" } }),
     ));
-    assert_eq!(got, json!({ "content": [{ "type": "text", "text": "tool_error: boom (try x)" }], "isError": true }));
+    assert_eq!(
+        got,
+        json!({ "content": [{ "type": "text", "text": "tool_error: boom (try x)" }], "isError": true })
+    );
     let got = call_result(&envelope(json!({ "status": "awaiting_approval" })));
     assert_eq!(got["isError"], true);
-    assert!(got["content"][0]["text"].as_str().unwrap().contains("call this tool again with the same arguments"));
+    assert!(
+        got["content"][0]["text"].as_str().unwrap().contains("call this tool again with the same arguments")
+    );
 }
