@@ -48,7 +48,7 @@ pub fn run(settings: &Settings, args: DashboardArgs) -> Result<ExitCode> {
     let home = settings.home.clone();
     Store::open(&home)?;
     if let Some(running) = dashboard::find_running(&home) {
-        let url = dashboard::mint_ticket(&home, running.port)?;
+        let url = dashboard::mint_ticket(&home, &running)?;
         announce(settings, &url, running.port, Some(running.pid), args.no_open)?;
         return Ok(Exit::Ok.into());
     }
@@ -66,11 +66,13 @@ pub fn run(settings: &Settings, args: DashboardArgs) -> Result<ExitCode> {
                 format!("starting the dashboard on 127.0.0.1:{} (is the port taken? pass another `--port`, or leave it out)", args.port)
             }
         })?;
-        let url = dashboard::mint_ticket(&home, served.port())?;
-        served.record_running()?;
+        // Before the address is out: a signal from then on stops the dashboard cleanly.
+        let stop = stopped().context("listening for Ctrl-C")?;
+        let running = served.record_running()?;
+        let url = dashboard::mint_ticket(&home, &running)?;
         announce(settings, &url, served.port(), None, args.no_open)?;
         eprintln!("serving the dashboard until Ctrl-C; `capabilities hub dashboard` again opens it once more");
-        served.serve(stopped()).await;
+        served.serve(stop).await;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(Exit::Ok.into())
@@ -98,14 +100,17 @@ fn announce(settings: &Settings, url: &str, port: u16, reused: Option<u32>, no_o
     Ok(())
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-async fn stopped() {
+/// Completes on Ctrl-C or SIGTERM; both are caught from the moment this returns.
+fn stopped() -> std::io::Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-    }
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
 }
 
 /// The dashboard over the store at `home`.
@@ -147,7 +152,13 @@ impl Board for LocalBoard {
                 created_ms: r.record.created_ms,
                 calls: row["calls"].as_u64().unwrap_or(0),
                 failed_calls: row["failedCalls"].as_u64().unwrap_or(0),
-                waiting: r.record.undecided().count(),
+                // Approvals and connections alike: a run waiting on neither only needs resuming.
+                waiting: r
+                    .record
+                    .pending
+                    .iter()
+                    .filter(|p| !r.record.decisions.iter().any(|d| d.pending_id == p.id))
+                    .count(),
                 sources: words("sources"),
                 code: row["code"].as_str().unwrap_or_default().to_owned(),
                 error: row["error"].as_str().map(str::to_owned),

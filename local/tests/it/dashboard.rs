@@ -433,3 +433,27 @@ fn attacks_on_the_dashboard_are_refused_and_record_nothing() {
         "{policy}"
     );
 }
+
+#[test]
+fn a_stopped_dashboard_is_not_reused() {
+    let home = hub_home();
+    let mut first = Dashboard::start(home.path());
+    let running = home.path().join("dashboard.json");
+    assert!(running.is_file(), "the dashboard records itself for reuse");
+    let status = Command::new("kill").args(["-TERM", &first.child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = first.child.wait().unwrap();
+    assert!(exit.success(), "SIGTERM stops it cleanly: {exit}");
+    assert!(!running.exists(), "and it removes its record");
+
+    // A record left by a dashboard that died without a word names a port nobody serves.
+    std::fs::write(&running, json!({"port": first.port, "pid": 1, "instance": "gone"}).to_string()).unwrap();
+    let second = Dashboard::start(home.path());
+    assert_eq!(
+        second.get(&first.url.replace(&first.origin(), ""), None).0,
+        404,
+        "the old address opens nothing"
+    );
+    let cookie = second.open(&second.url);
+    assert_eq!(second.get("/", Some(&cookie)).0, 200);
+}

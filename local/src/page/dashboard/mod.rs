@@ -8,7 +8,7 @@
 //! board to the one recorder (`crate::recorder`), a review through `hub review`'s own code.
 //!
 //! Opening it takes a one-time ticket: its address (`/open/<token>`) is printed and handed to
-//! the browser, and works once, within ten minutes. A ticket is a file named by the token's
+//! the browser, and works once, within ten minutes, on the listener it was made for. A ticket is a file named by the token's
 //! SHA-256 in the store's `dashboard/` directory (mode 700), so a second `hub dashboard` can
 //! hand the running one a new ticket without talking to it. Spending a ticket sets a cookie;
 //! every form also carries a CSRF token bound to that cookie and to what the form decides.
@@ -167,8 +167,9 @@ fn probe(port: u16) -> std::io::Result<String> {
     Ok(answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default())
 }
 
-/// Makes a one-time address that opens the dashboard listening on `port`.
-pub fn mint_ticket(home: &Path, port: u16) -> Result<String> {
+/// Makes a one-time address that opens the `running` dashboard (only that one: a ticket names
+/// the listener it was made for).
+pub fn mint_ticket(home: &Path, running: &Running) -> Result<String> {
     let dir = home.join(TICKETS_DIR);
     fs::DirBuilder::new()
         .recursive(true)
@@ -177,16 +178,17 @@ pub fn mint_ticket(home: &Path, port: u16) -> Result<String> {
         .with_context(|| format!("creating {}", dir.display()))?;
     let token = random_hex::<32>();
     let expires = now_ms() + TICKET_TTL_MS;
-    write_atomic(&dir.join(ticket_name(&token)), expires.to_string().as_bytes())?;
-    Ok(format!("http://127.0.0.1:{port}/open/{token}"))
+    write_atomic(&dir.join(ticket_name(&token)), format!("{expires} {}", running.instance).as_bytes())?;
+    Ok(format!("http://127.0.0.1:{}/open/{token}", running.port))
 }
 
 fn ticket_name(token: &str) -> String {
     format!("{}.ticket", hex::encode(Sha256::digest(token.as_bytes())))
 }
 
-/// Spends `token`: true the first time, when it was minted for this store and has not expired.
-fn spend_ticket(home: &Path, token: &str) -> bool {
+/// Spends `token`: true the first time, when it was minted for the dashboard `instance` of
+/// this store and has not expired.
+fn spend_ticket(home: &Path, instance: &str, token: &str) -> bool {
     if token.len() != 64 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return false;
     }
@@ -196,7 +198,8 @@ fn spend_ticket(home: &Path, token: &str) -> bool {
     if fs::remove_file(&path).is_err() {
         return false;
     }
-    text.trim().parse::<u64>().is_ok_and(|expires| now_ms() < expires)
+    let Some((expires, minted_for)) = text.trim().split_once(' ') else { return false };
+    minted_for == instance && expires.parse::<u64>().is_ok_and(|expires| now_ms() < expires)
 }
 
 /// Removes tickets past their expiry.
@@ -206,7 +209,7 @@ fn sweep_tickets(home: &Path) {
         let path: PathBuf = entry.path();
         let expired = fs::read_to_string(&path)
             .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
+            .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
             .is_none_or(|expires| expires <= now);
         if expired && path.extension().is_some_and(|e| e == "ticket") {
             let _ = fs::remove_file(&path);

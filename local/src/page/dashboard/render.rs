@@ -139,7 +139,11 @@ fn runs(out: &mut String, view: &View) {
         for r in &view.runs {
             let failed =
                 if r.failed_calls > 0 { format!(", {} failed", r.failed_calls) } else { String::new() };
-            let waits = if r.waiting > 0 { format!(", {} waiting", r.waiting) } else { String::new() };
+            let waits = match (r.waiting, r.status.as_str()) {
+                (0, "awaiting_input") => ", decided; continues when resumed".to_owned(),
+                (0, _) => String::new(),
+                (n, _) => format!(", {n} waiting"),
+            };
             let error =
                 r.error.as_deref().map(|e| format!(" <code>{}</code>", escape(e))).unwrap_or_default();
             let class = match r.status.as_str() {
@@ -225,4 +229,76 @@ pub(super) fn done(title: &str, message: &str) -> String {
 
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use capabilities_core::approval::{PendingCall, PendingKind};
+    use capabilities_core::manifest::ContractDigest;
+
+    use super::super::{ReviewRow, RunRow, SourceRow, Waiting};
+    use super::*;
+
+    /// Every value that reaches the page from the store or an upstream server is escaped,
+    /// in text and in attributes alike.
+    #[test]
+    fn hostile_values_stay_text() {
+        let evil = r#"x"><script>alert(1)</script><img src=x onerror=alert(2)>'"#;
+        let call = PendingCall {
+            id: evil.to_owned(),
+            kind: PendingKind::Approval,
+            seq: 1,
+            address: evil.to_owned(),
+            connection: Some(evil.to_owned()),
+            summary: evil.to_owned(),
+            reason: evil.to_owned(),
+            preview: evil.to_owned(),
+            call_digest: evil.to_owned(),
+            contract: ContractDigest([0; 32]),
+            created_ms: 0,
+            expires_ms: 60_000,
+        };
+        let view = View {
+            now_ms: 0,
+            waiting: vec![Waiting { run_id: evil.to_owned(), call }],
+            reviews: vec![ReviewRow {
+                address: evil.to_owned(),
+                digest: evil.to_owned(),
+                changed: true,
+                class: evil.to_owned(),
+                proposed: evil.to_owned(),
+                flagged: true,
+                summary: evil.to_owned(),
+                changes: vec![evil.to_owned()],
+                unchecked: Some(evil.to_owned()),
+            }],
+            runs: vec![RunRow {
+                id: evil.to_owned(),
+                status: evil.to_owned(),
+                created_ms: 0,
+                calls: 1,
+                failed_calls: 1,
+                waiting: 1,
+                sources: vec![evil.to_owned()],
+                code: evil.to_owned(),
+                error: Some(evil.to_owned()),
+            }],
+            runs_total: 2,
+            unreadable: vec![(evil.to_owned(), evil.to_owned())],
+            sources: vec![SourceRow {
+                namespace: evil.to_owned(),
+                kind: evil.to_owned(),
+                target: evil.to_owned(),
+                tools: Some(1),
+                health: Health::Problem,
+                detail: evil.to_owned(),
+            }],
+            problems: vec![evil.to_owned()],
+        };
+        let page = home(&view, &|_, _| evil.to_owned());
+        for raw in ["<script>alert", "<img", "x\">", "'\""] {
+            assert!(!page.contains(raw), "{raw} reached the page unescaped");
+        }
+        assert!(page.matches("&lt;script&gt;alert(1)").count() >= 20, "the values are shown, as text");
+    }
 }

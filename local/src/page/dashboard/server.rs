@@ -168,7 +168,7 @@ async fn answer(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Fu
 
 /// Spends a ticket: the browser gets a cookie and goes to the dashboard.
 fn open(shared: &Shared, token: &str) -> Response<Full<Bytes>> {
-    if !spend_ticket(&shared.home, token) {
+    if !spend_ticket(&shared.home, &shared.instance, token) {
         return page(
             StatusCode::NOT_FOUND,
             html::notice(
