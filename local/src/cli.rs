@@ -68,6 +68,8 @@ pub enum HubCommand {
     Review(commands::review::ReviewArgs),
     /// Named profiles: which sources and tools an endpoint serves, with rules that tighten.
     Profiles(commands::profiles::ProfilesArgs),
+    /// Open the local dashboard: calls waiting for you, tools to review, runs, sources.
+    Dashboard(commands::dashboard::DashboardArgs),
     /// Decide the calls a run waits for, then resume it.
     Approve(commands::approve::ApproveArgs),
     /// Cancel a run.
@@ -111,6 +113,7 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Remove(args)) => commands::remove::run(&settings, args),
         Command::Hub(HubCommand::Refresh(args)) => commands::refresh::run(&settings, args),
         Command::Hub(HubCommand::Review(args)) => commands::review::run(&settings, args),
+        Command::Hub(HubCommand::Dashboard(args)) => commands::dashboard::run(&settings, args),
         Command::Hub(HubCommand::Approve(args)) => commands::approve::run(&settings, args),
         Command::Hub(HubCommand::Cancel(args)) => commands::cancel::run(&settings, args),
         Command::Hub(HubCommand::Auth(args)) => commands::auth::run(&settings, args),

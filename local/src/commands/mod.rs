@@ -9,6 +9,7 @@ pub mod call;
 pub mod cancel;
 pub mod connect;
 pub mod connections;
+pub mod dashboard;
 pub mod demo;
 pub mod disconnect;
 pub mod doctor;

@@ -182,6 +182,38 @@ pub fn review(settings: &Settings, store: &Store, items: &[ReviewItem], yes: boo
     Ok(true)
 }
 
+/// Records a person's review of one tool from the dashboard, through [`accept`] (approve) or
+/// [`accept_adjusted`] with a deny (reject), under the policy's lock. `digest` is the contract
+/// the person saw: when the tool no longer waits for review with that contract, nothing is
+/// recorded.
+pub fn review_one(store: &Store, address: &str, digest: &str, approve: bool) -> Result<ReviewItem> {
+    let _lock = store.lock("policy").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = HubConfig::load(store);
+    let item = config
+        .sources
+        .iter()
+        .filter_map(|(_, manifest, _)| manifest.as_ref())
+        .flat_map(|manifest| needs_review(manifest, &config.policy, None))
+        .find(|item| {
+            item.proposal.address.to_string() == address && item.proposal.digest.to_string() == digest
+        });
+    let Some(item) = item else {
+        bail!(
+            "`{address}` does not wait for review with that contract (reviewed meanwhile, changed or \
+             removed); reload to see what waits"
+        );
+    };
+    let mut policy = load_policy(store)?;
+    let items = std::slice::from_ref(&item);
+    if approve {
+        accept(&mut policy, items);
+    } else {
+        accept_adjusted(&mut policy, items, &[Effect::Deny])?;
+    }
+    save_policy(store, &policy)?;
+    Ok(item)
+}
+
 enum Answer {
     Accept,
     Edit,

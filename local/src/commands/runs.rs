@@ -451,7 +451,7 @@ fn clock(ms: u64) -> String {
     format!("{:02}:{:02}:{:02}", secs / 3600, secs % 3600 / 60, secs % 60)
 }
 
-fn row_json(r: &StoredRun) -> Value {
+pub(crate) fn row_json(r: &StoredRun) -> Value {
     let run = &r.record;
     let calls = calls(&r.journal);
     let mut sources: Vec<&str> =

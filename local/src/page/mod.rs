@@ -7,6 +7,7 @@
 //! envelope, a log or the journal. The listener starts on the first page and stops once no page
 //! is open and nothing happened for a while.
 
+pub mod dashboard;
 mod server;
 
 use std::collections::HashMap;
@@ -144,7 +145,7 @@ impl Inner {
 
 /// Opens `url` in the person's browser: each command of `$BROWSER` (colon-separated, `%s`
 /// standing for the address), else the desktop's opener. True when a command started.
-fn open_browser(url: &str) -> bool {
+pub fn open_browser(url: &str) -> bool {
     let mut commands: Vec<Vec<String>> = Vec::new();
     if let Ok(browser) = std::env::var("BROWSER") {
         for command in browser.split(':').filter(|c| !c.trim().is_empty()) {
@@ -177,7 +178,7 @@ fn open_browser(url: &str) -> bool {
     false
 }
 
-fn random_hex<const N: usize>() -> String {
+pub(crate) fn random_hex<const N: usize>() -> String {
     // Without OS randomness no token is safe; stopping is right.
     hex::encode(random_bytes::<N>().expect("the OS random number generator is available"))
 }

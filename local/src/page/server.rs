@@ -266,14 +266,14 @@ fn parse_form(body: &[u8]) -> Vec<(&str, &str)> {
     std::str::from_utf8(body).unwrap_or_default().split('&').filter_map(|pair| pair.split_once('=')).collect()
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// An HTML answer with headers that keep it to itself: no caching, no framing, nothing loaded
 /// from anywhere, and no referrer beyond the page's own origin (the address holds the token;
 /// `no-referrer` would also make the browser send `Origin: null` with the form).
-fn page(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+pub(super) fn page(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();

@@ -2,6 +2,7 @@
 
 mod cancel;
 mod cli;
+mod dashboard;
 mod demo;
 mod elicit;
 mod handles;

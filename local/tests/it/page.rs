@@ -6,7 +6,7 @@
 //! Needs Node.js, `cd node && npm ci` and Debian's `chromium`; the tests fail (never skip)
 //! without them. Screenshots land in `target/tmp/approval-page/`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::serve::{hub_home, memory_hub};
-use crate::support::repo;
+use crate::support::{http, playwright, repo};
 
 const CREATE: &str = r#"await memory.createEntities({entities:[{name:"page-test",entityType:"t",observations:["o"]}]}); return "made""#;
 const CREATE_OR_CODE: &str = r#"try { await memory.createEntities({entities:[{name:"denied",entityType:"t",observations:[]}]}); return "made" } catch (e) { return e.code }"#;
@@ -119,20 +119,6 @@ fn split(url: &str) -> (u16, String) {
     (port.parse().unwrap(), format!("/{path}"))
 }
 
-/// Sends `head` (request line and headers, without the blank line) and `body`; returns the
-/// status and the body.
-fn http(port: u16, head: &str, body: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let length = if body.is_empty() { String::new() } else { format!("Content-Length: {}\r\n", body.len()) };
-    write!(stream, "{}\r\n{length}Connection: close\r\n\r\n{body}", head.trim_end().replace('\n', "\r\n"))
-        .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
 fn get(url: &str, host: &str) -> (u16, String) {
     let (port, path) = split(url);
     http(port, &format!("GET {path} HTTP/1.1\nHost: {host}"), "")
@@ -168,12 +154,7 @@ fn run_id(envelope: &Value) -> String {
 
 /// The person, in Chromium: opens `url`, clicks `label`, returns what the page said after.
 fn click(url: &str, label: &str, name: &str) -> String {
-    assert!(
-        Path::new("/usr/bin/chromium").exists(),
-        "/usr/bin/chromium is missing: install Debian's chromium (`apt-get install chromium`)"
-    );
-    let playwright = repo().join("node/node_modules/playwright-core");
-    assert!(playwright.join("package.json").is_file(), "playwright-core is missing: run `cd node && npm ci`");
+    let playwright = playwright();
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("approval-page");
     std::fs::create_dir_all(&shots).unwrap();
     let out = Command::new("node")

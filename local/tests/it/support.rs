@@ -1,7 +1,7 @@
 //! Helpers every test module shares: where the repository is, and the npm packages the tests
 //! run (checked, so a missing install fails loudly with what to do).
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -65,4 +65,34 @@ impl Drop for HttpFixture {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `node_modules/playwright-core`, after checking that it and Debian's Chromium are there.
+pub fn playwright() -> PathBuf {
+    assert!(
+        Path::new("/usr/bin/chromium").exists(),
+        "/usr/bin/chromium is missing: install Debian's chromium (`apt-get install chromium`)"
+    );
+    let dir = repo().join("node/node_modules/playwright-core");
+    assert!(dir.join("package.json").is_file(), "playwright-core is missing: run `cd node && npm ci`");
+    dir
+}
+
+/// Sends `head` (request line and headers, without the blank line) and `body` to a loopback
+/// `port`; returns the status and the whole answer (headers, then body).
+pub fn http_raw(port: u16, head: &str, body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let length = if body.is_empty() { String::new() } else { format!("Content-Length: {}\r\n", body.len()) };
+    write!(stream, "{}\r\n{length}Connection: close\r\n\r\n{body}", head.trim_end().replace('\n', "\r\n"))
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer)
+}
+
+/// [`http_raw`], with only the body of the answer.
+pub fn http(port: u16, head: &str, body: &str) -> (u16, String) {
+    let (status, answer) = http_raw(port, head, body);
+    (status, answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
