@@ -655,6 +655,14 @@ const DOCUMENTS = {
   'openapi-http-token.json': () => apiDocument({
     oauth: { type: 'oauth2', flows: { authorizationCode: codeFlow({ tokenUrl: 'http://as.example.com/token' }) } },
   }),
+  // An authorization server the document names by endpoints its metadata does not list (a query
+  // on each), so the hub learns of no registration endpoint: it needs `--client-id`.
+  'openapi-unregistered.json': () => apiDocument({
+    oauth: {
+      type: 'oauth2',
+      flows: { authorizationCode: codeFlow({ authorizationUrl: `${ISSUER}/auth?via=doc`, tokenUrl: `${ISSUER}/token?via=doc` }) },
+    },
+  }),
   // Bad input: discovery at this API's origin, answered with the real server's metadata, whose
   // issuer is not the one that URL names.
   'openapi-wrong-issuer.json': () => apiDocument({

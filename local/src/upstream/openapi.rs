@@ -23,13 +23,7 @@ pub(super) async fn call(
     credentials: &Credentials,
     timeout: Duration,
 ) -> Result<Value, UpstreamError> {
-    // A static credential, or an OAuth connection's access token (sent as the bearer the
-    // source's `auth` says).
-    let credential = credentials
-        .values
-        .iter()
-        .find(|(slot, _)| slot == HttpAuth::SLOT || slot == capabilities_core::oauth::SLOT)
-        .map(|(_, value)| value.as_str());
+    let credential = HttpAuth::credential(credentials);
     let built = request::build(api, operation, arguments, credential)
         .map_err(|error| UpstreamError::Refused { message: error.to_string(), status: Some(-32602) })?;
     let method = reqwest::Method::from_bytes(built.method.as_bytes())
