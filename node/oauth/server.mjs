@@ -1,9 +1,10 @@
-// OAuth test fixture: a real authorization server (oidc-provider) behind a tampering proxy, and a
-// real MCP server (TypeScript SDK) that accepts only access tokens the AS issued for it.
+// OAuth test fixture: a real authorization server (oidc-provider) behind a tampering proxy, a
+// real MCP server (TypeScript SDK) that accepts only access tokens the AS issued for it, and a
+// tiny REST API with its OpenAPI 3.1 documents (oauth2 and openIdConnect) that does the same.
 //
 //   node oauth/server.mjs [--access-ttl <seconds>] [--refresh-ttl <seconds>] [--no-stdin-watch]
 //
-// Prints one JSON line on stdout ({"issuer", "mcp", "control"}), logs to stderr, runs until killed
+// Prints one JSON line on stdout ({"issuer", "mcp", "control", "api"}), logs to stderr, runs until killed
 // or until stdin closes. See README.md next to this file.
 
 import * as http from 'node:http';
@@ -68,6 +69,10 @@ const stats = {
   mcp_requests: 0,
   mcp_401: 0,
   tool_calls: 0,
+  api_requests: 0,
+  api_401: 0,
+  api_calls: 0,
+  api_bearer_on_open: 0,
 };
 
 // ---- listeners first: every URL depends on every port -----------------------------------------
@@ -82,15 +87,20 @@ function listen(server) {
 const asServer = http.createServer((req, res) => asHandler(req, res));
 const proxyServer = http.createServer((req, res) => proxyHandler(req, res));
 const mcpServer = http.createServer((req, res) => mcpApp(req, res));
+const apiServer = http.createServer((req, res) => apiApp(req, res));
 const AS_PORT = await listen(asServer); // oidc-provider itself, reached only through the proxy
 const PROXY_PORT = await listen(proxyServer); // the issuer the world sees
 const MCP_PORT = await listen(mcpServer);
+const API_PORT = await listen(apiServer);
 
 const ISSUER = `http://127.0.0.1:${PROXY_PORT}`;
 const AS_INTERNAL = `http://127.0.0.1:${AS_PORT}`;
 const MCP_URL = `http://127.0.0.1:${MCP_PORT}/mcp`;
 const CONTROL_URL = `http://127.0.0.1:${MCP_PORT}/__control`;
 const PRM_URL = getOAuthProtectedResourceMetadataUrl(new URL(MCP_URL));
+const API_ORIGIN = `http://127.0.0.1:${API_PORT}`;
+const API_URL = `${API_ORIGIN}/v1`; // the API's base URL, and the resource its tokens are for
+const API_SCOPES = ['api:read', 'api:write'];
 
 // ---- storage: in memory, with a way to revoke everything ------------------------------------
 
@@ -173,7 +183,7 @@ const provider = new Provider(ISSUER, {
     token_endpoint_auth_method: 'client_secret_basic',
   },
   responseTypes: ['code'],
-  scopes: ['openid', 'offline_access', SCOPE],
+  scopes: ['openid', 'offline_access', SCOPE, ...API_SCOPES],
   claims: { openid: ['sub'] },
   pkce: { required: () => true }, // oidc-provider 9 knows only S256
   rotateRefreshToken: true,
@@ -190,6 +200,15 @@ const provider = new Provider(ISSUER, {
     resourceIndicators: {
       enabled: true,
       getResourceServerInfo: async (ctx, resourceIndicator) => {
+        if (resourceIndicator === API_URL) {
+          return {
+            scope: API_SCOPES.join(' '),
+            audience: API_URL,
+            accessTokenTTL: ACCESS_TTL,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        }
         if (resourceIndicator !== MCP_URL) throw new oidcErrors.InvalidTarget();
         return {
           scope: SCOPE,
@@ -492,6 +511,12 @@ mcpApp.get('/__stats', (req, res) => res.json({ mode, ...stats }));
 mcpApp.post('/__control', express.json(), (req, res) => {
   const body = req.body ?? {};
   const out = { ok: true };
+  if (body.revokeApiAccess === true || body.revoke === true) {
+    // The API's access tokens seen so far stop working; the grants and refresh tokens stay,
+    // unless everything is revoked too.
+    for (const jti of seenApiTokens) revokedApiTokens.add(jti);
+    out.revokedApiAccess = revokedApiTokens.size;
+  }
   if (body.revoke === true) {
     out.revoked = revokeEverything();
     log('revoked every grant and token', out.revoked);
@@ -550,10 +575,170 @@ mcpApp.all('/mcp', (req, res, next) => {
   }
 });
 
+
+// ---- the REST API and its OpenAPI documents -------------------------------------------------
+
+const seenApiTokens = new Set(); // jti of every API token presented
+const revokedApiTokens = new Set(); // … of those presented before a revoke: refused from then on
+
+function apiDocument(securitySchemes) {
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Fixture Notes API', version: '1.0.0', description: 'A tiny API behind the OAuth fixture.' },
+    servers: [{ url: API_URL }],
+    security: [{ oauth: ['api:read'] }],
+    paths: {
+      '/me': {
+        get: {
+          operationId: 'whoami',
+          summary: 'Who the access token belongs to, and how many API calls the fixture has answered.',
+          responses: {
+            200: {
+              description: 'the caller',
+              content: { 'application/json': { schema: { type: 'object', properties: { sub: { type: 'string' }, calls: { type: 'integer' } } } } },
+            },
+          },
+        },
+      },
+      '/notes': {
+        post: {
+          operationId: 'addNote',
+          summary: 'Adds a note.',
+          security: [{ oauth: ['api:read', 'api:write'] }],
+          requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } } } },
+          responses: { 201: { description: 'added' } },
+        },
+      },
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'Whether the API is up (no credential).',
+          security: [],
+          responses: { 200: { description: 'up', content: { 'application/json': { schema: { type: 'object' } } } } },
+        },
+      },
+    },
+    components: { securitySchemes },
+  };
+}
+
+const codeFlow = (extra = {}) => ({
+  authorizationUrl: `${ISSUER}/auth`,
+  tokenUrl: `${ISSUER}/token`,
+  scopes: { 'api:read': 'Read notes', 'api:write': 'Write notes' },
+  ...extra,
+});
+
+const DOCUMENTS = {
+  // oauth2, authorization code flow, at the fixture's authorization server.
+  'openapi.json': () => apiDocument({ oauth: { type: 'oauth2', flows: { authorizationCode: codeFlow() } } }),
+  // OpenID Connect discovery.
+  'openapi-oidc.json': () => apiDocument({
+    oauth: { type: 'openIdConnect', openIdConnectUrl: `${ISSUER}/.well-known/openid-configuration` },
+  }),
+  // Both a key and oauth2: the key stays the default.
+  'openapi-key-and-oauth.json': () => apiDocument({
+    key: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+    oauth: { type: 'oauth2', flows: { authorizationCode: codeFlow() } },
+  }),
+  // Bad input: only implicit and password flows.
+  'openapi-implicit.json': () => apiDocument({
+    oauth: {
+      type: 'oauth2',
+      flows: {
+        implicit: { authorizationUrl: `${ISSUER}/auth`, scopes: { 'api:read': 'Read' } },
+        password: { tokenUrl: `${ISSUER}/token`, scopes: { 'api:read': 'Read' } },
+      },
+    },
+  }),
+  // Bad input: a token URL on plain http to another machine.
+  'openapi-http-token.json': () => apiDocument({
+    oauth: { type: 'oauth2', flows: { authorizationCode: codeFlow({ tokenUrl: 'http://as.example.com/token' }) } },
+  }),
+  // An authorization server the document names by endpoints its metadata does not list (a query
+  // on each), so the hub learns of no registration endpoint: it needs `--client-id`.
+  'openapi-unregistered.json': () => apiDocument({
+    oauth: {
+      type: 'oauth2',
+      flows: { authorizationCode: codeFlow({ authorizationUrl: `${ISSUER}/auth?via=doc`, tokenUrl: `${ISSUER}/token?via=doc` }) },
+    },
+  }),
+  // Bad input: discovery at this API's origin, answered with the real server's metadata, whose
+  // issuer is not the one that URL names.
+  'openapi-wrong-issuer.json': () => apiDocument({
+    oauth: { type: 'openIdConnect', openIdConnectUrl: `${API_ORIGIN}/idp/.well-known/openid-configuration` },
+  }),
+};
+
+async function verifyApiToken(req) {
+  const header = req.headers.authorization ?? '';
+  const match = /^Bearer (.+)$/.exec(header);
+  if (!match) return { error: 'no bearer token' };
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(match[1], jwks, {
+      issuer: ISSUER,
+      audience: API_URL,
+      typ: 'at+jwt',
+      algorithms: ['RS256'],
+      requiredClaims: ['exp', 'sub', 'client_id', 'jti'],
+    }));
+  } catch (err) {
+    return { error: err.code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : `invalid token (${err.code ?? err.message})` };
+  }
+  if (revokedApiTokens.has(payload.jti)) return { error: 'the token was revoked' };
+  seenApiTokens.add(payload.jti);
+  return { payload, scopes: typeof payload.scope === 'string' ? payload.scope.split(' ') : [] };
+}
+
+const apiApp = express();
+apiApp.disable('x-powered-by');
+apiApp.use((req, res, next) => {
+  stats.api_requests += 1;
+  res.on('finish', () => { if (res.statusCode === 401) stats.api_401 += 1; });
+  next();
+});
+apiApp.get('/v1/:name', (req, res, next) => {
+  const document = DOCUMENTS[req.params.name];
+  if (!document) { next(); return; }
+  res.json(document());
+});
+apiApp.get('/idp/.well-known/openid-configuration', async (req, res) => {
+  const response = await fetch(`${AS_INTERNAL}/.well-known/openid-configuration`);
+  res.status(response.status).type('json').send(await response.text());
+});
+apiApp.get('/v1/health', (req, res) => {
+  if (req.headers.authorization) stats.api_bearer_on_open += 1;
+  res.json({ up: true });
+});
+const needs = (scope) => async (req, res, next) => {
+  const checked = await verifyApiToken(req);
+  if (checked.error) {
+    res.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="${checked.error}"`);
+    res.status(401).json({ error: 'invalid_token', error_description: checked.error });
+    return;
+  }
+  if (!checked.scopes.includes(scope)) {
+    res.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
+    res.status(403).json({ error: 'insufficient_scope' });
+    return;
+  }
+  req.sub = checked.payload.sub;
+  next();
+};
+apiApp.get('/v1/me', needs('api:read'), (req, res) => {
+  stats.api_calls += 1;
+  res.json({ sub: req.sub, calls: stats.api_calls });
+});
+apiApp.post('/v1/notes', needs('api:write'), express.json(), (req, res) => {
+  stats.api_calls += 1;
+  res.status(201).json({ added: String(req.body?.text ?? ''), by: req.sub });
+});
+
 // ---- ready ----------------------------------------------------------------------------------
 
-process.stdout.write(`${JSON.stringify({ issuer: ISSUER, mcp: MCP_URL, control: CONTROL_URL })}\n`);
-log(`issuer ${ISSUER} (oidc-provider at ${AS_INTERNAL}), mcp ${MCP_URL}, access ttl ${ACCESS_TTL}s`);
+process.stdout.write(`${JSON.stringify({ issuer: ISSUER, mcp: MCP_URL, control: CONTROL_URL, api: API_URL })}\n`);
+log(`issuer ${ISSUER} (oidc-provider at ${AS_INTERNAL}), mcp ${MCP_URL}, api ${API_URL}, access ttl ${ACCESS_TTL}s`);
 
 const shutdown = (why) => {
   log('exiting:', why);

@@ -88,6 +88,17 @@ impl HttpAuth {
         }
     }
 
+    /// The value a call's `credentials` hold for an API source: its static slot, or an OAuth
+    /// connection's access token (slot [`crate::oauth::SLOT`]), which goes the way `auth` says
+    /// (a source that signs in says `Authorization: Bearer`).
+    pub fn credential(credentials: &crate::ports::Credentials) -> Option<&str> {
+        credentials
+            .values
+            .iter()
+            .find(|(slot, _)| slot == HttpAuth::SLOT || slot == crate::oauth::SLOT)
+            .map(|(_, value)| value.as_str())
+    }
+
     /// One line for people: "a bearer token", "header `X-Api-Key`", …
     pub fn describe(&self) -> String {
         match self {

@@ -70,7 +70,9 @@ pub struct ApiArgs {
     #[arg(long = "server-var", value_name = "NAME=VALUE")]
     pub server_var: Vec<String>,
     /// How the API's credential is sent, when the document says nothing (or to override it):
-    /// `bearer`, `basic` (`user:password`), `header:NAME`, `query:NAME`, `cookie:NAME`, or `none`.
+    /// `bearer`, `basic` (`user:password`), `header:NAME`, `query:NAME`, `cookie:NAME`, `none`,
+    /// or `oauth`: sign in with the document's OAuth 2.0 or OpenID Connect scheme (the default
+    /// when it declares no key or token scheme).
     #[arg(long, value_name = "HOW")]
     pub auth: Option<String>,
     /// Read the credential from stdin (one line) instead of a prompt.
@@ -99,6 +101,10 @@ pub struct SignInArgs {
     /// Print the sign-in URL instead of opening a browser.
     #[arg(long)]
     pub no_browser: bool,
+    /// A scope to ask for, instead of the ones the server or the API's document names
+    /// (repeatable: `--scope read --scope write`).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scope: Vec<String>,
 }
 
 impl SignInArgs {
@@ -131,7 +137,7 @@ impl SignInArgs {
             client_metadata_url: self.client_metadata_url.clone(),
             no_browser: self.no_browser,
             timeout: sign_in_timeout(),
-            scopes: Vec::new(),
+            scopes: self.scope.clone(),
         })
     }
 }

@@ -2,6 +2,11 @@
 //! (a URL or a file), the base URL and the way the credential is sent are fixed now, the
 //! credential is asked for once (a prompt that does not echo, or `--stdin`) into the keychain,
 //! and the operations are reviewed like any source's tools: reads run, writes ask.
+//!
+//! A document whose only credential is OAuth 2.0 (the authorization code flow) or OpenID
+//! Connect, or any document with `--auth oauth`, signs the person in instead (`oauth::api`):
+//! the connection is an OAuth connection, its tokens in the keychain, refreshed like an MCP
+//! server's, the bearer sent only to the base URL fixed here.
 
 use std::process::ExitCode;
 
@@ -9,10 +14,11 @@ use anyhow::Result;
 use capabilities_core::address::Namespace;
 use capabilities_core::openapi::{HttpApi, HttpAuth};
 
-use super::add::{AddArgs, register_tools};
+use super::add::{AddArgs, register_connected, register_tools};
 use super::{print_stdout, review};
 use crate::config;
 use crate::error::{Exit, UsageError};
+use crate::oauth::{api as oauth_api, flow};
 use crate::openapi;
 use crate::secrets::{SecretStore, SlotKey, check_value, read_hidden};
 use crate::settings::Settings;
@@ -32,11 +38,43 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
     let fetched = openapi::fetch(target, api_args.allow_http)?;
     let base_url =
         openapi::base_url(&fetched, api_args.base_url.as_deref(), &api_args.server_var, api_args.allow_http)?;
+    let mut sign_in = None;
     let auth = match api_args.auth.as_deref() {
         Some("none") => None,
+        Some("oauth") => match oauth_api::plan(&fetched.document) {
+            Some(plan) => {
+                sign_in = Some(plan.map_err(UsageError)?);
+                Some(HttpAuth::bearer())
+            }
+            None => {
+                return Err(UsageError(
+                    "`--auth oauth`: the document declares no OAuth 2.0 or OpenID Connect security scheme; \
+                     pass `--auth bearer` with a token, or another `--auth`"
+                        .into(),
+                )
+                .into());
+            }
+        },
         Some(raw) => Some(HttpAuth::parse(raw).map_err(UsageError)?),
-        None => fetched.document.default_auth(),
+        None => match fetched.document.default_auth() {
+            Some(auth) => Some(auth),
+            None => match oauth_api::plan(&fetched.document) {
+                Some(plan) => {
+                    sign_in = Some(plan.map_err(UsageError)?);
+                    Some(HttpAuth::bearer())
+                }
+                None => None,
+            },
+        },
     };
+    if sign_in.is_some() && api_args.stdin {
+        return Err(UsageError(
+            "`--stdin` reads a static credential, and this source signs in with OAuth; leave it out (or \
+             pass `--auth bearer` to send a token you have)"
+                .into(),
+        )
+        .into());
+    }
     let namespace = match &args.namespace {
         Some(raw) => Namespace::new(raw).map_err(|e| {
             UsageError(format!("`{raw}` is not a valid namespace ({e}); pick another with `--namespace`"))
@@ -69,6 +107,18 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
         operations.len(),
         operations.len() - reads,
     );
+    if let Some(plan) = &sign_in {
+        let manifest = sign_in_and_register(settings, store, &spec, &listed, &fetched, plan, args)?;
+        print_stdout(&format!(
+            "added `{ns}` with {} tool{}\n",
+            manifest.tools.len(),
+            if manifest.tools.len() == 1 { "" } else { "s" }
+        ))?;
+        let policy = config::load_policy(store)?;
+        let items = review::needs_review(&manifest, &policy, None);
+        review::review(settings, store, &items, args.yes)?;
+        return Ok(Exit::Ok.into());
+    }
     if auth.is_none() && !fetched.document.security_schemes.is_empty() {
         eprintln!(
             "note: the document's security schemes are not ones the hub sends by itself; pass `--auth` to say how"
@@ -109,6 +159,45 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
     let items = review::needs_review(&manifest, &policy, None);
     review::review(settings, store, &items, args.yes)?;
     Ok(Exit::Ok.into())
+}
+
+/// Signs connection `default` in as `plan` says, then writes the source's records (tokens
+/// first; they go again if the records cannot be written).
+fn sign_in_and_register(
+    settings: &Settings,
+    store: &Store,
+    spec: &SourceSpec,
+    listed: &crate::sources::ToolList,
+    fetched: &openapi::Fetched,
+    plan: &oauth_api::Plan,
+    args: &AddArgs,
+) -> Result<capabilities_core::manifest::Manifest> {
+    let ns = spec.namespace.as_str();
+    let SourceTransport::OpenApi(api) = &spec.transport else { unreachable!("an API source") };
+    eprintln!("`{ns}` asks you to sign in ({})", plan.describe());
+    let mut options = args.sign_in.options(settings)?;
+    options.scopes = oauth_api::scopes(&fetched.document, plan, &options.scopes);
+    let signed_in = sign_in_now(ns, &api.base_url, plan, &options)?;
+    let connected = flow::Connected { signed_in, tools: listed.clone() };
+    let manifest = register_connected(store, spec, "default", &connected)?;
+    eprintln!("the access token goes only to {}", api.base_url);
+    Ok(manifest)
+}
+
+/// Runs one sign-in for an API source.
+pub(super) fn sign_in_now(
+    ns: &str,
+    base_url: &str,
+    plan: &oauth_api::Plan,
+    options: &crate::oauth::SignInOptions,
+) -> Result<crate::oauth::SignedIn> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))?;
+    runtime
+        .block_on(oauth_api::sign_in(base_url, plan, options))
+        .map_err(|why| anyhow::anyhow!("signing `{ns}` in failed: {why}"))
 }
 
 /// The credential, from stdin or a prompt that does not echo; asked once, here.

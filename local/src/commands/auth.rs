@@ -64,6 +64,13 @@ pub fn run(settings: &Settings, args: AuthArgs) -> Result<ExitCode> {
     if slots.is_empty() && matches!(source.spec.transport, SourceTransport::Http { .. }) {
         return sign_in(settings, &store, &source.spec, &name, &args);
     }
+    // An API source whose connections sign in: this one signs in too.
+    if let SourceTransport::OpenApi(api) = &source.spec.transport
+        && (existing.is_some_and(|c| c.oauth.is_some())
+            || (existing.is_none() && record.connections.iter().any(|c| c.oauth.is_some())))
+    {
+        return sign_in_api(settings, &store, ns, api, &name, &args);
+    }
     if slots.is_empty() {
         bail!(
             "`{ns}` takes no credentials: it declares no `--env` or `--header` slots; to add some, \
@@ -134,7 +141,9 @@ fn sign_in(
     };
     eprintln!("signing in to `{ns}` as connection `{name}` (OAuth)");
     let mut options = args.sign_in.options(settings)?;
-    options.scopes = wanted_scopes(store, ns, name)?;
+    if options.scopes.is_empty() {
+        options.scopes = wanted_scopes(store, ns, name)?;
+    }
     let connected = flow::connect(spec, name, challenge, &options)?;
     let kept = flow::store_connection(store, ns, name, &connected.signed_in)?;
     let scopes = connected.signed_in.tokens.scopes.join(" ");
@@ -152,6 +161,45 @@ fn sign_in(
         let items = review::needs_review(&manifest, &policy, None);
         review::review(settings, store, &items, args.yes)?;
     }
+    Ok(Exit::Ok.into())
+}
+
+/// Signs connection `name` of an HTTP API source in again (or for the first time), with the
+/// OAuth scheme of its document, read again from where it was added from.
+fn sign_in_api(
+    settings: &Settings,
+    store: &Store,
+    ns: &str,
+    api: &capabilities_core::openapi::HttpApi,
+    name: &str,
+    args: &AuthArgs,
+) -> Result<ExitCode> {
+    let Some(location) = &api.document else {
+        bail!("`{ns}` keeps no document location to read its OAuth scheme from; remove it and add it again");
+    };
+    let fetched = crate::openapi::fetch(location, true)?;
+    let plan = match crate::oauth::api::plan(&fetched.document) {
+        Some(plan) => plan.map_err(UsageError)?,
+        None => bail!(
+            "the document of `{ns}` ({location}) no longer declares an OAuth 2.0 or OpenID Connect scheme; \
+             remove the source and add it again"
+        ),
+    };
+    eprintln!("signing in to `{ns}` as connection `{name}` ({})", plan.describe());
+    let mut options = args.sign_in.options(settings)?;
+    if options.scopes.is_empty() {
+        options.scopes = wanted_scopes(store, ns, name)?;
+    }
+    if options.scopes.is_empty() {
+        options.scopes = crate::oauth::api::scopes(&fetched.document, &plan, &[]);
+    }
+    let signed_in = super::add_api::sign_in_now(ns, &api.base_url, &plan, &options)?;
+    let kept = flow::store_connection(store, ns, name, &signed_in)?;
+    let scopes = signed_in.tokens.scopes.join(" ");
+    print_stdout(&format!(
+        "signed in `{ns}` connection `{name}`{}; the tokens are in {kept}\n",
+        if scopes.is_empty() { String::new() } else { format!(" with scopes {scopes}") }
+    ))?;
     Ok(Exit::Ok.into())
 }
 

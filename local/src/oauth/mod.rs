@@ -12,6 +12,7 @@
 //! oauth::refresh`] under a lock file so that of several hub processes exactly one refreshes a
 //! connection at a time and the others read what it stored.
 
+pub mod api;
 mod browser;
 mod callback;
 pub mod flow;
@@ -71,10 +72,24 @@ pub async fn sign_in(
     options: &SignInOptions,
 ) -> Result<SignedIn, String> {
     let base = check_url(url)?;
-    let mut manager = AuthorizationManager::new(base.as_str()).await.map_err(|e| explain(&e))?;
+    let manager = AuthorizationManager::new(base.as_str()).await.map_err(|e| explain(&e))?;
     let resolution = manager.resolve_metadata_from_challenge(challenge).await.map_err(|e| explain(&e))?;
-    let metadata = resolution.metadata;
-    check_metadata(&metadata, resolution.source.is_discovered())?;
+    let discovered = resolution.source.is_discovered();
+    authorize(manager, &base, resolution.metadata, discovered, challenge, options).await
+}
+
+/// The sign-in itself, once the authorization server's metadata is known: the client identity,
+/// the browser, the code exchange. `base` is the resource the tokens are for (`resource` on
+/// every request, unless the protected resource's metadata named another).
+async fn authorize(
+    mut manager: AuthorizationManager,
+    base: &reqwest::Url,
+    metadata: AuthorizationMetadata,
+    discovered: bool,
+    challenge: Option<&str>,
+    options: &SignInOptions,
+) -> Result<SignedIn, String> {
+    check_metadata(&metadata, discovered)?;
     manager.set_metadata(metadata.clone());
 
     let listener = callback::Listener::bind().await?;
@@ -102,6 +117,8 @@ pub async fn sign_in(
         let document = options.client_metadata_url.clone().unwrap_or_else(client_metadata_url);
         request = request.with_client_metadata_url(document);
         ("metadata-document", None)
+    } else if metadata.registration_endpoint.is_none() {
+        return Err(no_client_identity(&metadata));
     } else {
         // Registered here rather than inside rmcp's session, which keeps a registered client's
         // secret to itself; refreshing later needs it.
@@ -155,6 +172,18 @@ pub async fn sign_in(
         scopes,
     };
     Ok(SignedIn { client, tokens })
+}
+
+/// What to do when the authorization server offers the hub no way to a client id.
+fn no_client_identity(metadata: &AuthorizationMetadata) -> String {
+    let issuer = metadata.issuer.as_deref().unwrap_or(&metadata.authorization_endpoint);
+    format!(
+        "the authorization server {issuer} offers no dynamic client registration and takes no client ID \
+         metadata documents, so the hub cannot get a client id by itself; nothing was stored. Register a \
+         client there (a public client with PKCE, redirect URI `http://127.0.0.1/callback` on any port, \
+         as RFC 8252 has native apps do) and pass `--client-id ID` (its secret at the prompt, or with \
+         `--client-secret-stdin`)"
+    )
 }
 
 /// The client ID metadata document the environment names, or the project's.

@@ -4,6 +4,8 @@
 //! this file sends it. Redirects are followed only on the base URL's origin and only when they
 //! keep the method (307, 308), so the credential never leaves the origin a person reviewed. The
 //! body is read up to [`response::MAX_BODY_BYTES`] and a larger answer fails without being kept.
+//! A 401 or 403 is `Unauthorized`: the engine asks the `Secrets` port once more (an OAuth
+//! connection's refreshed token), else the call fails `auth_required`.
 
 use std::time::Duration;
 
@@ -21,8 +23,7 @@ pub(super) async fn call(
     credentials: &Credentials,
     timeout: Duration,
 ) -> Result<Value, UpstreamError> {
-    let credential =
-        credentials.values.iter().find(|(slot, _)| slot == HttpAuth::SLOT).map(|(_, value)| value.as_str());
+    let credential = HttpAuth::credential(credentials);
     let built = request::build(api, operation, arguments, credential)
         .map_err(|error| UpstreamError::Refused { message: error.to_string(), status: Some(-32602) })?;
     let method = reqwest::Method::from_bytes(built.method.as_bytes())

@@ -10,6 +10,7 @@ mod harness;
 mod harness_matrix;
 mod oauth;
 mod openapi;
+mod openapi_oauth;
 mod page;
 mod profiles;
 mod secrets;

@@ -21,23 +21,25 @@ use crate::support::repo;
 const BIN: &str = env!("CARGO_BIN_EXE_capabilities");
 
 /// The hint every refused refresh must carry, in the envelope the person or model reads.
-const AUTH_HINT: &str = "capabilities hub auth fx --connection default";
+pub(crate) const AUTH_HINT: &str = "capabilities hub auth fx --connection default";
 
 // ---- the fixture -------------------------------------------------------------------------------
 
 /// `node/oauth/server.mjs` under the pinned node; it exits when its stdin closes (on drop).
-struct Fixture {
+pub(crate) struct Fixture {
     child: Child,
     stdin: Option<ChildStdin>,
-    issuer: String,
+    pub(crate) issuer: String,
     mcp: String,
     control: String,
+    /// The REST API's base URL; its OpenAPI documents are `<api>/openapi*.json`.
+    pub(crate) api: String,
     runtime: tokio::runtime::Runtime,
     client: reqwest::Client,
 }
 
 impl Fixture {
-    fn start(access_ttl: u64) -> Fixture {
+    pub(crate) fn start(access_ttl: u64) -> Fixture {
         let node = repo().join("node/node_modules/.bin/node");
         let script = repo().join("node/oauth/server.mjs");
         assert!(
@@ -62,6 +64,7 @@ impl Fixture {
             issuer: text("issuer"),
             mcp: text("mcp"),
             control: text("control"),
+            api: text("api"),
             child,
             stdin,
             runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
@@ -72,7 +75,7 @@ impl Fixture {
     }
 
     /// `POST /__control` with `body` (`{"mode": …}` or `{"revoke": true}`).
-    fn control(&self, body: Value) {
+    pub(crate) fn control(&self, body: Value) {
         let answer: Value = self.runtime.block_on(async {
             let response = self.client.post(&self.control).json(&body).send().await.unwrap();
             assert!(response.status().is_success(), "control {body}: {}", response.status());
@@ -81,11 +84,11 @@ impl Fixture {
         assert_eq!(answer["ok"], json!(true), "control {body}: {answer}");
     }
 
-    fn mode(&self, mode: &str) {
+    pub(crate) fn mode(&self, mode: &str) {
         self.control(json!({ "mode": mode }));
     }
 
-    fn stats(&self) -> Value {
+    pub(crate) fn stats(&self) -> Value {
         let url = self.control.replace("/__control", "/__stats");
         self.runtime.block_on(async { self.client.get(url).send().await.unwrap().json().await.unwrap() })
     }
@@ -99,7 +102,7 @@ impl Drop for Fixture {
     }
 }
 
-fn count(stats: &Value, path: &[&str]) -> u64 {
+pub(crate) fn count(stats: &Value, path: &[&str]) -> u64 {
     let mut value = stats;
     for key in path {
         value = &value[*key];
@@ -110,48 +113,48 @@ fn count(stats: &Value, path: &[&str]) -> u64 {
 // ---- the hub -----------------------------------------------------------------------------------
 
 /// One hub store in a private temporary directory, with the browser stand-in's log beside it.
-struct Hub {
+pub(crate) struct Hub {
     dir: tempfile::TempDir,
 }
 
 #[derive(Debug)]
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
+pub(crate) struct Ran {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) took: Duration,
 }
 
 impl Ran {
-    fn envelope(&self) -> Value {
+    pub(crate) fn envelope(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not an envelope ({e}): {}\n{}", self.stdout, self.stderr))
     }
 
-    fn all(&self) -> String {
+    pub(crate) fn all(&self) -> String {
         format!("exit {}\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr)
     }
 }
 
 impl Hub {
-    fn new() -> Hub {
+    pub(crate) fn new() -> Hub {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         Hub { dir }
     }
 
-    fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.dir.path().join("hub")
     }
 
-    fn browser_log(&self) -> PathBuf {
+    pub(crate) fn browser_log(&self) -> PathBuf {
         self.dir.path().join("browser.log")
     }
 
     /// The environment of every hub process: the store, the browser stand-in, the file store
     /// for secrets, and a sign-in wait short enough that a broken test does not hang.
-    fn envs(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn envs(&self) -> Vec<(&'static str, String)> {
         let home = self.dir.path().join("home").display().to_string();
         vec![
             ("CAPABILITIES_HOME", self.home().display().to_string()),
@@ -165,7 +168,7 @@ impl Hub {
         ]
     }
 
-    fn command(&self, args: &[&str], extra: &[(&str, &str)]) -> Command {
+    pub(crate) fn command(&self, args: &[&str], extra: &[(&str, &str)]) -> Command {
         let mut command = Command::new(BIN);
         command
             .arg("hub")
@@ -180,7 +183,7 @@ impl Hub {
         command
     }
 
-    fn run_with(&self, args: &[&str], extra: &[(&str, &str)]) -> Ran {
+    pub(crate) fn run_with(&self, args: &[&str], extra: &[(&str, &str)]) -> Ran {
         let started = Instant::now();
         let out = self.command(args, extra).stdin(Stdio::null()).output().unwrap();
         Ran {
@@ -191,7 +194,7 @@ impl Hub {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Ran {
+    pub(crate) fn run(&self, args: &[&str]) -> Ran {
         self.run_with(args, &[])
     }
 
@@ -208,13 +211,13 @@ impl Hub {
         self.run(&["call", "fx.whoami", "--json"])
     }
 
-    fn secrets_json(&self) -> Option<Value> {
+    pub(crate) fn secrets_json(&self) -> Option<Value> {
         let text = std::fs::read_to_string(self.home().join("secrets.json")).ok()?;
         Some(serde_json::from_str(&text).expect("secrets.json parses"))
     }
 
     /// The stored token set of `fx/default`, parsed.
-    fn tokens(&self) -> Value {
+    pub(crate) fn tokens(&self) -> Value {
         let secrets = self.secrets_json().expect("secrets.json exists");
         let text = secrets["values"]["fx"]["default"]["#oauth"]
             .as_str()
@@ -222,12 +225,12 @@ impl Hub {
         serde_json::from_str(text).unwrap()
     }
 
-    fn browser_runs(&self) -> usize {
+    pub(crate) fn browser_runs(&self) -> usize {
         std::fs::read_to_string(self.browser_log()).unwrap_or_default().lines().count()
     }
 
     /// Sleeps until the stored access token has expired (by the hub's own record), plus a bit.
-    fn wait_past_expiry(&self) {
+    pub(crate) fn wait_past_expiry(&self) {
         let expires = self.tokens()["expiresMs"].as_u64().expect("the token set says when it expires");
         let now =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
@@ -235,7 +238,7 @@ impl Hub {
     }
 
     /// Why `fx` is not cleanly absent: a record of it, or a secret under it.
-    fn leftovers(&self) -> Vec<String> {
+    pub(crate) fn leftovers(&self) -> Vec<String> {
         let mut found = Vec::new();
         for record in ["sources/fx.json", "connections/fx.json", "manifests/fx.json"] {
             if self.home().join(record).exists() {
@@ -251,7 +254,7 @@ impl Hub {
     }
 
     /// Every file under the store with its bytes.
-    fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+    pub(crate) fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
         fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
             for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                 let path = entry.path();
@@ -268,7 +271,7 @@ impl Hub {
     }
 }
 
-fn holds(haystack: &[u8], needle: &str) -> bool {
+pub(crate) fn holds(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
@@ -282,7 +285,7 @@ fn require(tool: &str, package: &str) {
 
 /// The envelope of a call that failed for want of a sign-in: its code, and whether the hint
 /// naming `hub auth` reached the envelope anywhere.
-fn assert_auth_required(ran: &Ran) -> Value {
+pub(crate) fn assert_auth_required(ran: &Ran) -> Value {
     assert_eq!(ran.code, 3, "{}", ran.all());
     let envelope = ran.envelope();
     assert_eq!(envelope["status"], "failed", "{}", ran.stdout);
@@ -292,7 +295,7 @@ fn assert_auth_required(ran: &Ran) -> Value {
     envelope
 }
 
-fn hint_problem(what: &str, envelope: &Value) -> Option<String> {
+pub(crate) fn hint_problem(what: &str, envelope: &Value) -> Option<String> {
     (!envelope.to_string().contains(AUTH_HINT))
         .then(|| format!("{what}: the envelope does not name `{AUTH_HINT}`: {envelope:#}"))
 }
@@ -380,7 +383,7 @@ struct Stdio1 {
 }
 
 impl Stdio1 {
-    fn start(hub: &Hub) -> Stdio1 {
+    pub(crate) fn start(hub: &Hub) -> Stdio1 {
         let mut child = hub
             .command(&["serve", "--stdio"], &[])
             .stdin(Stdio::piped())

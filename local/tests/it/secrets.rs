@@ -324,6 +324,7 @@ fn auth_refuses_what_it_cannot_fill_and_never_takes_a_value_as_an_argument() {
             "--client-secret-stdin",
             "--client-metadata-url",
             "--no-browser",
+            "--scope",
             "--help",
             "--version"
         ],

@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::manifest::{ToolRecord, json_kind};
 use crate::openapi::HttpAuth;
 
-pub use security::{ApiKeyLocation, SecurityScheme};
+pub use security::{ApiKeyLocation, CodeFlow, SecurityScheme};
 
 /// How much [`read`] takes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,9 @@ pub struct Document {
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     /// The schemes the document-level `security` names, in order, each once.
     pub security: Vec<String>,
+    /// The scopes the operations ask of each scheme (their own `security`, else the
+    /// document's), each once, in order; a scheme asked for without scopes has an empty list.
+    pub security_scopes: BTreeMap<String, Vec<String>>,
     /// One record per operation, in document order, each with `http: Some(..)`. Names are
     /// unique: the `operationId`, else `"{method} {path}"` (lowercase method).
     pub operations: Vec<ToolRecord>,
@@ -81,6 +84,24 @@ impl Document {
             .filter_map(|name| self.security_schemes.get(name))
             .chain(self.security_schemes.values())
             .find_map(SecurityScheme::auth)
+    }
+
+    /// The scheme a person signs in for (OAuth 2.0 or OpenID Connect), with its name: the first
+    /// the document-level `security` names, else the first the operations ask for, else the
+    /// first in name order; `None` when the document has none.
+    pub fn sign_in_scheme(&self) -> Option<(&str, &SecurityScheme)> {
+        let named = |name: &String| self.security_schemes.get_key_value(name).filter(|(_, s)| s.signs_in());
+        self.security
+            .iter()
+            .find_map(named)
+            .or_else(|| self.security_scopes.keys().find_map(named))
+            .or_else(|| self.security_schemes.iter().find(|(_, s)| s.signs_in()))
+            .map(|(name, scheme)| (name.as_str(), scheme))
+    }
+
+    /// The scopes the operations ask of scheme `name`, in order.
+    pub fn scopes_asked(&self, name: &str) -> &[String] {
+        self.security_scopes.get(name).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -183,6 +204,7 @@ pub fn read(bytes: &[u8], options: &ReadOptions) -> Result<Document, DocumentErr
         servers,
         security_schemes,
         security,
+        security_scopes: read.scopes,
         operations: read.operations,
         problems: read.problems,
     })

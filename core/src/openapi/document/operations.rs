@@ -1,7 +1,7 @@
 //! Operations → tool records: the name, the words, the hints, one input object from the
 //! parameters and the body, and the `{ status, headers, body }` output.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -29,6 +29,8 @@ const IGNORED_HEADERS: &[&str] = &["accept", "content-type", "authorization"];
 pub(super) struct Read {
     pub operations: Vec<ToolRecord>,
     pub problems: Vec<String>,
+    /// The scopes the operations' `security` asks of each scheme.
+    pub scopes: BTreeMap<String, Vec<String>>,
 }
 
 /// One operation where the document has it.
@@ -101,7 +103,13 @@ pub(super) fn read_all(
         taken.insert(name.clone());
         let mut notes = Vec::new();
         match reader.operation(f, name.clone(), &mut notes) {
-            Ok(record) => read.operations.push(record),
+            Ok(record) => {
+                super::security::requirement_scopes(
+                    f.op.get("security").or(reader.security),
+                    &mut read.scopes,
+                );
+                read.operations.push(record);
+            }
             Err(Fault::Skip(why)) => notes.push(format!("{why}; left out")),
             Err(Fault::Fatal(e)) => return Err(e),
         }

@@ -24,11 +24,24 @@ pub enum SecurityScheme {
         token_url: Option<String>,
         refresh_url: Option<String>,
         scopes: BTreeMap<String, String>,
+        /// The flows it declares, in 3.x's words (`authorizationCode`, `implicit`, `password`,
+        /// `clientCredentials`; 2.0's `accessCode` is `authorizationCode`, `application`
+        /// `clientCredentials`).
+        flows: Vec<String>,
+        /// The authorization code flow's own endpoints, when it declares that flow with both.
+        code_flow: Option<CodeFlow>,
     },
     /// OpenID Connect discovery (`openIdConnectUrl`).
     OpenIdConnect { url: String },
     /// Anything else (HTTP digest, mutual TLS, a scheme that says too little), in words.
     Other(String),
+}
+
+/// The endpoints of an OAuth 2.0 authorization code flow, as the document gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFlow {
+    pub authorization_url: String,
+    pub token_url: String,
 }
 
 /// Where an API key goes.
@@ -56,6 +69,11 @@ impl SecurityScheme {
             | SecurityScheme::OpenIdConnect { .. }
             | SecurityScheme::Other(_) => None,
         }
+    }
+
+    /// Whether a person signs in for this scheme's tokens (OAuth 2.0 or OpenID Connect).
+    pub fn signs_in(&self) -> bool {
+        matches!(self, SecurityScheme::OAuth2 { .. } | SecurityScheme::OpenIdConnect { .. })
     }
 }
 
@@ -113,36 +131,72 @@ fn scheme(m: &Map<String, Value>) -> SecurityScheme {
 }
 
 /// 3.x's `flows` (or 2.0's one flow) folded together: the first authorization and token URL
-/// any flow gives, and every scope.
+/// any flow gives, and every scope; the authorization code flow's endpoints kept apart.
 fn oauth2(m: &Map<String, Value>) -> SecurityScheme {
-    let mut flows: Vec<&Map<String, Value>> = Vec::new();
+    let mut flows: Vec<(&str, &Map<String, Value>)> = Vec::new();
     if let Some(Value::Object(by_kind)) = m.get("flows") {
         for kind in ["authorizationCode", "implicit", "clientCredentials", "password"] {
             if let Some(Value::Object(flow)) = by_kind.get(kind) {
-                flows.push(flow);
+                flows.push((kind, flow));
             }
         }
     } else {
-        flows.push(m);
+        let kind = match m.get("flow").and_then(Value::as_str).map(str::trim) {
+            Some("accessCode") => "authorizationCode",
+            Some("application") => "clientCredentials",
+            Some("implicit") => "implicit",
+            Some("password") => "password",
+            _ => "",
+        };
+        flows.push((kind, m));
     }
-    let first = |key: &str| {
-        flows
-            .iter()
-            .find_map(|f| f.get(key).and_then(Value::as_str).map(str::to_owned).filter(|s| !s.is_empty()))
+    let url = |flow: &Map<String, Value>, key: &str| {
+        flow.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
     };
+    let first = |key: &str| flows.iter().find_map(|(_, f)| url(f, key));
     let mut scopes = BTreeMap::new();
-    for flow in &flows {
+    for (_, flow) in &flows {
         if let Some(Value::Object(listed)) = flow.get("scopes") {
             for (scope, about) in listed {
                 scopes.entry(scope.clone()).or_insert_with(|| about.as_str().unwrap_or_default().to_owned());
             }
         }
     }
+    let code_flow = flows.iter().find(|(kind, _)| *kind == "authorizationCode").and_then(|(_, flow)| {
+        Some(CodeFlow {
+            authorization_url: url(flow, "authorizationUrl")?,
+            token_url: url(flow, "tokenUrl")?,
+        })
+    });
     SecurityScheme::OAuth2 {
         authorization_url: first("authorizationUrl"),
         token_url: first("tokenUrl"),
         refresh_url: first("refreshUrl"),
         scopes,
+        flows: flows
+            .iter()
+            .filter(|(kind, _)| !kind.is_empty())
+            .map(|(kind, _)| (*kind).to_owned())
+            .collect(),
+        code_flow,
+    }
+}
+
+/// Adds the scopes each scheme of a `security` list is asked for to `into`, each once, in
+/// order (a scheme asked for with no scopes is still listed).
+pub(super) fn requirement_scopes(security: Option<&Value>, into: &mut BTreeMap<String, Vec<String>>) {
+    let Some(Value::Array(requirements)) = security else { return };
+    for requirement in requirements {
+        let Value::Object(m) = requirement else { continue };
+        for (name, scopes) in m {
+            let listed = into.entry(name.clone()).or_default();
+            for scope in scopes.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                let scope = scope.trim();
+                if !scope.is_empty() && !listed.iter().any(|s| s == scope) {
+                    listed.push(scope.to_owned());
+                }
+            }
+        }
     }
 }
 

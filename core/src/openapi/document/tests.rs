@@ -804,7 +804,7 @@ components:
             "digest: Other(\"HTTP `digest` authentication\") → None",
             "linked: Basic → Some(Basic)",
             "mtls: Other(\"mutual TLS\") → None",
-            "oauth: OAuth2 { authorization_url: Some(\"https://a.example/auth\"), token_url: Some(\"https://a.example/token2\"), refresh_url: None, scopes: {\"admin\": \"Everything\", \"read\": \"Read\"} } → None",
+            "oauth: OAuth2 { authorization_url: Some(\"https://a.example/auth\"), token_url: Some(\"https://a.example/token2\"), refresh_url: None, scopes: {\"admin\": \"Everything\", \"read\": \"Read\"}, flows: [\"authorizationCode\", \"clientCredentials\"], code_flow: Some(CodeFlow { authorization_url: \"https://a.example/auth\", token_url: \"https://a.example/token2\" }) } → None",
             "oidc: OpenIdConnect { url: \"https://a.example/.well-known/openid-configuration\" } → None",
             "token: Bearer → Some(Header { name: \"Authorization\", prefix: \"Bearer \" })",
         ]
@@ -825,6 +825,54 @@ components:
         matches!(&d.security_schemes["o"], SecurityScheme::OAuth2 { authorization_url: Some(u), .. } if u == "https://x/a")
     );
     assert_eq!(read_ok("openapi: 3.0.0\n").default_auth(), None);
+}
+
+#[test]
+fn the_scheme_a_person_signs_in_for_and_its_scopes() {
+    let d = read_ok(
+        r##"
+openapi: 3.1.0
+security: [{key: []}]
+paths:
+  /a: {get: {operationId: a, security: [{code: [read]}], responses: {'200': {description: ok}}}}
+  /b: {post: {operationId: b, security: [{code: [read, write]}, {key: []}], responses: {'200': {description: ok}}}}
+  /c: {get: {operationId: c, responses: {'200': {description: ok}}}}
+components:
+  securitySchemes:
+    key: {type: apiKey, name: k, in: header}
+    code:
+      type: oauth2
+      flows:
+        implicit: {authorizationUrl: 'https://as.example/implicit', scopes: {read: R}}
+        authorizationCode: {authorizationUrl: 'https://as.example/auth', tokenUrl: 'https://as.example/token', scopes: {read: R, write: W}}
+    aImplicitOnly:
+      type: oauth2
+      flows: {implicit: {authorizationUrl: 'https://as.example/auth', scopes: {}}, password: {tokenUrl: 'https://as.example/token', scopes: {}}}
+"##,
+    );
+    // The API key stays the default; the sign-in scheme is the one the operations ask for.
+    assert_eq!(d.default_auth(), Some(HttpAuth::Header { name: "k".into(), prefix: String::new() }));
+    let (name, scheme) = d.sign_in_scheme().unwrap();
+    assert_eq!(name, "code");
+    assert_eq!(d.scopes_asked("code"), ["read", "write"]);
+    assert_eq!(d.scopes_asked("key"), [] as [String; 0]);
+    let SecurityScheme::OAuth2 { flows, code_flow, .. } = scheme else { panic!("{scheme:?}") };
+    assert_eq!(flows, &["authorizationCode", "implicit"]);
+    assert_eq!(
+        code_flow.as_ref().map(|f| (f.authorization_url.as_str(), f.token_url.as_str())),
+        Some(("https://as.example/auth", "https://as.example/token"))
+    );
+    let SecurityScheme::OAuth2 { flows, code_flow, .. } = &d.security_schemes["aImplicitOnly"] else {
+        panic!()
+    };
+    assert_eq!(flows, &["implicit", "password"]);
+    assert_eq!(code_flow, &None);
+    // 2.0's `accessCode` is the authorization code flow.
+    let d = read_ok(
+        "swagger: '2.0'\nsecurityDefinitions:\n  o: {type: oauth2, flow: accessCode, authorizationUrl: 'https://x/a', tokenUrl: 'https://x/t', scopes: {s: S}}\n",
+    );
+    assert!(matches!(d.sign_in_scheme(), Some(("o", SecurityScheme::OAuth2 { code_flow: Some(_), .. }))));
+    assert_eq!(read_ok("openapi: 3.0.0\n").sign_in_scheme(), None);
 }
 
 #[test]
