@@ -23,12 +23,8 @@ pub(super) async fn call(
     call: &UpstreamRequest<'_>,
 ) -> Result<Value, UpstreamError> {
     let unavailable = |e: worker::Error| UpstreamError::Unavailable(format!("the API: {e}"));
-    let credential = call
-        .credentials
-        .values
-        .iter()
-        .find(|(slot, _)| slot == HttpAuth::SLOT)
-        .map(|(_, value)| value.as_str());
+    // A static key, or an OAuth connection's access token.
+    let credential = HttpAuth::credential(call.credentials);
     let built = request::build(api, operation, call.arguments, credential)
         .map_err(|error| UpstreamError::Refused { message: error.to_string(), status: Some(-32602) })?;
     if &origin_of(&built.url).map_err(UpstreamError::Unavailable)? != origin {
