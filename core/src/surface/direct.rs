@@ -45,8 +45,8 @@ pub fn limits(base: Limits) -> Limits {
 const HASH_DIGITS: usize = 8;
 
 /// The server instructions of a direct-mode profile.
-pub const INSTRUCTIONS: &str = "Each tool here is a tool of one of the person's sources, called through their \
-capabilities hub: the hub's policy decides each call, a call that writes may wait for the person to approve it, \
+pub const INSTRUCTIONS: &str = "Each tool here is a tool of one of the person's sources, called through their hub \
+(capabilities): its policy decides each call, a call that writes may wait for the person to approve it, \
 and every call is kept in the hub's run history. When a result says a call waits for a person, call the same \
 tool again with the same arguments once they have decided.";
 

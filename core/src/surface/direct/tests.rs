@@ -1,3 +1,5 @@
+//! Direct mode's names, definitions, call code and results.
+
 use expect_test::expect;
 use serde_json::{Value, json};
 
