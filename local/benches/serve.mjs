@@ -43,15 +43,18 @@ for (const ns of ["memory", "memory_b"]) {
 /** A child speaking newline-delimited JSON-RPC. */
 function rpc(command, args, childEnv) {
   const child = spawn(command, args, { env: childEnv, stdio: ["pipe", "pipe", "ignore"] });
-  let buffer = "";
+  // Chunks of the line being read: a tools/list of thousands of tools is megabytes on one
+  // line, and searching the whole buffer again on every chunk would cost more than the answer.
+  let parts = [];
   const waiting = new Map();
   child.stdout.setEncoding("utf8");
   child.stdout.on("data", (chunk) => {
-    buffer += chunk;
     let at;
-    while ((at = buffer.indexOf("\n")) >= 0) {
-      const line = buffer.slice(0, at);
-      buffer = buffer.slice(at + 1);
+    while ((at = chunk.indexOf("\n")) >= 0) {
+      parts.push(chunk.slice(0, at));
+      chunk = chunk.slice(at + 1);
+      const line = parts.join("");
+      parts = [];
       if (!line.trim()) continue;
       const message = JSON.parse(line);
       const resolve = waiting.get(message.id);
@@ -60,6 +63,7 @@ function rpc(command, args, childEnv) {
         resolve(message);
       }
     }
+    if (chunk) parts.push(chunk);
   });
   let next = 1;
   return {
@@ -168,7 +172,9 @@ execFileSync(binary, ["hub", "profiles", "create", "gh", "--serves", "github", "
 const gh = rpc(binary, ["hub", "serve", "--stdio", "--profile", "gh"], env);
 await gh.request("initialize", init);
 gh.notify("notifications/initialized");
-const listed = (await gh.request("tools/list", {})).result.tools.length;
+const first = await gh.request("tools/list", {});
+const listed = first.result.tools.length;
+const listedBytes = JSON.stringify(first).length;
 const ghList = [];
 for (let i = 0; i < rounds; i++) {
   const start = process.hrtime.bigint();
@@ -197,6 +203,7 @@ console.log(
       direct_mode_ratio_of_medians: +(directModeStats.median / straightTooStats.median).toFixed(2),
       direct_mode_tools_listed: listed,
       direct_mode_tools_list_ms: stats(ghList),
+      direct_mode_tools_list_bytes: listedBytes,
     },
     null,
     2,
