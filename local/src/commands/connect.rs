@@ -11,7 +11,7 @@ use serde_json::json;
 use super::print_stdout;
 use crate::config::HubConfig;
 use crate::error::Exit;
-use crate::harness::backup::BackupSet;
+use crate::harness::backup::{BackupSet, ChangedMeanwhile};
 use crate::harness::edit::{self, HubEntry};
 use crate::harness::{self, Descriptor, read};
 use crate::settings::Settings;
@@ -138,6 +138,9 @@ pub fn connect(
     Ok(steps)
 }
 
+/// How many times connect starts an edit again when the harness rewrote its file meanwhile.
+const ATTEMPTS: usize = 5;
+
 fn connect_one(
     harness: &Descriptor,
     path: &std::path::Path,
@@ -147,7 +150,33 @@ fn connect_one(
     in_keychain: &dyn Fn(&str, &str) -> bool,
     set: &mut BackupSet,
 ) -> Result<Option<String>> {
-    let text = writable_text(path)?;
+    for attempt in 1.. {
+        let read = writable_text(path)?;
+        let Some((new_text, detail)) =
+            edit_one(harness, path, read.as_deref().unwrap_or(""), entry, replace, imported, in_keychain)?
+        else {
+            return Ok(None);
+        };
+        match set.replace(harness.id, path, read.as_deref(), &new_text) {
+            Ok(()) => return Ok(Some(detail)),
+            Err(err) if err.is::<ChangedMeanwhile>() && attempt < ATTEMPTS => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// The file's new text and what changed; `None` when it needs no change.
+fn edit_one(
+    harness: &Descriptor,
+    path: &std::path::Path,
+    text: &str,
+    entry: &HubEntry,
+    replace: bool,
+    imported: &[(String, String)],
+    in_keychain: &dyn Fn(&str, &str) -> bool,
+) -> Result<Option<(String, String)>> {
+    let text = text.to_owned();
     let doc = read::parse(harness.format, &text)
         .with_context(|| format!("{} could not be read; fix it, or add the entry by hand", path.display()))?;
     let mut new_text = text.clone();
@@ -192,8 +221,7 @@ fn connect_one(
     if new_text == text {
         return Ok(None);
     }
-    set.replace(harness.id, path, &new_text)?;
-    Ok(Some(detail.join("; ")))
+    Ok(Some((new_text, detail.join("; "))))
 }
 
 /// `connect --list`: every harness the hub knows (or those named), found or not.
@@ -250,9 +278,9 @@ fn list(settings: &Settings, clients: &[String], profile: &str) -> Result<ExitCo
     Ok(Exit::Ok.into())
 }
 
-/// The file's text ("" when it does not exist yet). Refuses files the person made read-only and
-/// anything that is not a regular file (a symlink to one is fine).
-pub fn writable_text(path: &std::path::Path) -> Result<String> {
+/// The file's text (`None` when it does not exist yet). Refuses files the person made read-only
+/// and anything that is not a regular file (a symlink to one is fine).
+pub fn writable_text(path: &std::path::Path) -> Result<Option<String>> {
     match std::fs::metadata(path) {
         Ok(meta) => {
             if !meta.is_file() {
@@ -267,9 +295,9 @@ pub fn writable_text(path: &std::path::Path) -> Result<String> {
             if meta.len() > read::MAX_FILE_BYTES {
                 bail!("{} is too large to rewrite safely; add the entry by hand", path.display());
             }
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+            std::fs::read_to_string(path).map(Some).with_context(|| format!("reading {}", path.display()))
         }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
     }
 }

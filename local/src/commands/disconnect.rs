@@ -1,6 +1,7 @@
 //! `capabilities hub disconnect`: remove the hub's `capabilities` entry from the harnesses,
 //! after a backup.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -8,8 +9,8 @@ use clap::Args;
 
 use super::connect::{Step, report, writable_text};
 use crate::error::Exit;
-use crate::harness::backup::BackupSet;
-use crate::harness::{self, edit};
+use crate::harness::backup::{BackupSet, ChangedMeanwhile};
+use crate::harness::{self, Descriptor, edit};
 use crate::settings::Settings;
 use crate::store::Store;
 
@@ -18,6 +19,21 @@ pub struct DisconnectArgs {
     /// Disconnect only these harnesses (repeatable). Every writable harness when left out.
     #[arg(long = "client", value_name = "HARNESS")]
     pub client: Vec<String>,
+}
+
+/// Removes the hub's entry from one file; `false` when it has none. Starts again from the new
+/// bytes when the harness rewrote the file meanwhile.
+fn disconnect_one(harness: &Descriptor, path: &Path, set: &mut BackupSet) -> Result<bool> {
+    for attempt in 1.. {
+        let Some(read) = writable_text(path)? else { return Ok(false) };
+        let Some(text) = edit::without_entry(harness, &read)? else { return Ok(false) };
+        match set.replace(harness.id, path, Some(&read), &text) {
+            Ok(()) => return Ok(true),
+            Err(err) if err.is::<ChangedMeanwhile>() && attempt < 5 => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 pub fn run(settings: &Settings, args: DisconnectArgs) -> Result<ExitCode> {
@@ -32,15 +48,11 @@ pub fn run(settings: &Settings, args: DisconnectArgs) -> Result<ExitCode> {
             continue;
         }
         let step = |action, detail: String| Step { harness: harness.id, path: path.clone(), action, detail };
-        let result = writable_text(&path).and_then(|text| edit::without_entry(harness, &text));
-        match result {
-            Ok(Some(text)) => match set.replace(harness.id, &path, &text) {
-                Ok(()) => {
-                    steps.push(step("disconnected", format!("removed the `{}` entry", harness::ENTRY_NAME)))
-                }
-                Err(err) => steps.push(step("failed", format!("{err:#}"))),
-            },
-            Ok(None) => {}
+        match disconnect_one(harness, &path, &mut set) {
+            Ok(true) => {
+                steps.push(step("disconnected", format!("removed the `{}` entry", harness::ENTRY_NAME)))
+            }
+            Ok(false) => {}
             Err(err) => steps.push(step("failed", format!("{err:#}"))),
         }
     }

@@ -4,6 +4,13 @@
 //! before (`files/<n>`, or absent when the hub created the file) and a hash of the bytes the hub
 //! wrote. Rollback restores the newest set not rolled back yet, byte for byte, and refuses a
 //! file that changed since the hub wrote it.
+//!
+//! Concurrency: a set holds the hub's `harness-files` lock from `begin` until it is dropped, and
+//! `rollback` takes the same lock, so two hub processes (two `connect` at once, or `connect` and
+//! `rollback`) edit harness files one after the other, each reading what the other wrote, and the
+//! sets' order is the order of their writes. A harness rewriting its own file is not part of that
+//! lock: [`BackupSet::replace`] writes only if the file still holds the bytes the edit started
+//! from, and tells the caller to start again from the new bytes otherwise.
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -14,7 +21,18 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::platform::now_ms;
-use crate::store::{Store, write_atomic};
+use crate::store::{RecordLock, Store, write_atomic};
+
+/// The lock every change to harness files takes (connect, disconnect, rollback).
+const LOCK: &str = "harness-files";
+
+/// [`BackupSet::replace`] found the file changed since its text was read: someone else (the
+/// harness itself, often) wrote it meanwhile. Nothing was written; read it again and redo the edit.
+#[derive(Debug, thiserror::Error)]
+#[error("{} changed while the hub was editing it", path.display())]
+pub struct ChangedMeanwhile {
+    pub path: PathBuf,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -45,22 +63,30 @@ pub struct FileEntry {
 pub struct BackupSet {
     dir: PathBuf,
     manifest: Manifest,
+    _lock: RecordLock,
 }
 
 impl BackupSet {
+    /// Starts a set, waiting for any other hub process editing harness files to finish.
     pub fn begin(store: &Store, reason: &str) -> Result<BackupSet> {
+        let lock = store.lock(LOCK).context("taking the lock on harness files")?;
         let root = backups_dir(store);
         private_dir(&root)?;
-        let mut name = timestamp_name(now_ms());
+        let stamp = timestamp_name(now_ms());
         let mut n = 1;
-        while root.join(&name).exists() {
-            n += 1;
-            name = format!("{}-{n}", timestamp_name(now_ms()));
-        }
-        let dir = root.join(name);
-        private_dir(&dir)?;
+        let dir = loop {
+            let name = if n == 1 { stamp.clone() } else { format!("{stamp}-{n}") };
+            let dir = root.join(name);
+            // Not recursive: a name some earlier set took fails, and the next one is tried.
+            match fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => break dir,
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(err) => return Err(err).with_context(|| format!("creating {}", dir.display())),
+            }
+        };
         private_dir(&dir.join("files"))?;
         Ok(BackupSet {
+            _lock: lock,
             dir,
             manifest: Manifest {
                 reason: reason.to_owned(),
@@ -73,12 +99,18 @@ impl BackupSet {
 
     /// Copies `path` (if it exists) into the set, writes `text` in its place keeping its mode,
     /// and records both in the manifest (saved after every file, so a crash loses nothing).
-    pub fn replace(&mut self, harness: &str, path: &Path, text: &str) -> Result<()> {
+    ///
+    /// `text` was made from `read` (`None`: the file did not exist); when the file holds
+    /// anything else now, nothing is written and the error is [`ChangedMeanwhile`].
+    pub fn replace(&mut self, harness: &str, path: &Path, read: Option<&str>, text: &str) -> Result<()> {
         let before = match fs::read(path) {
             Ok(bytes) => Some(bytes),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
         };
+        if before.as_deref() != read.map(str::as_bytes) {
+            return Err(ChangedMeanwhile { path: path.to_owned() }.into());
+        }
         let mode = fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777);
         let copy = match &before {
             Some(bytes) => {
@@ -153,6 +185,7 @@ pub enum Restored {
 /// `keep_edits`: then its MCP server entries are put back as they were and the rest of the
 /// file, with the edits made since, stays.
 pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manifest, Vec<Restored>)>> {
+    let _lock = store.lock(LOCK).context("taking the lock on harness files")?;
     let root = backups_dir(store);
     let mut sets: Vec<String> = fs::read_dir(&root)
         .into_iter()
@@ -171,10 +204,17 @@ pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manif
         if manifest.rolled_back_ms.is_some() {
             continue;
         }
-        // Check every file first: restore all or none.
+        // Check every file first: restore all or none. A file two harnesses share (the same
+        // path, or links to one file) is in the set once per harness; only the last write of it
+        // is checked, since the earlier ones were overwritten by the hub itself.
         let mut refused = Vec::new();
         let mut edited: Vec<usize> = Vec::new();
+        let real = |path: &Path| fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
         for (index, file) in manifest.files.iter().enumerate() {
+            let later = manifest.files[index + 1..].iter().any(|f| real(&f.path) == real(&file.path));
+            if later {
+                continue;
+            }
             let current = fs::read(&file.path).ok();
             let matches = current.as_deref().map(sha256).as_deref() == Some(file.written_sha256.as_str());
             if !matches && keep_edits && current.is_some() && super::find(&file.harness).is_ok() {
@@ -193,6 +233,15 @@ pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manif
         }
         if !refused.is_empty() {
             return Ok(Some((name, manifest, refused)));
+        }
+        // The earlier writes of a shared file whose last write is merged are merged too, so the
+        // edits made since survive them.
+        for index in 0..manifest.files.len() {
+            let path = real(&manifest.files[index].path);
+            let merged_later = edited.iter().any(|&e| e > index && real(&manifest.files[e].path) == path);
+            if merged_later && !edited.contains(&index) {
+                edited.push(index);
+            }
         }
         let mut done = Vec::new();
         // Newest change first, in case one file appears twice.
@@ -303,8 +352,8 @@ mod tests {
         fs::write(&file, b"{ \"x\": 1 }  \n").unwrap();
         let created = dir.path().join("new/b.json");
         let mut set = BackupSet::begin(&store, "connect").unwrap();
-        set.replace("cursor", &file, "{}\n").unwrap();
-        set.replace("claude-desktop", &created, "{}\n").unwrap();
+        set.replace("cursor", &file, Some("{ \"x\": 1 }  \n"), "{}\n").unwrap();
+        set.replace("claude-desktop", &created, None, "{}\n").unwrap();
         set.finish().unwrap();
         let (_, _, done) = rollback(&store, false).unwrap().unwrap();
         assert_eq!(done.len(), 2);
@@ -313,10 +362,42 @@ mod tests {
         assert!(rollback(&store, false).unwrap().is_none());
 
         let mut set = BackupSet::begin(&store, "connect").unwrap();
-        set.replace("cursor", &file, "{}\n").unwrap();
+        set.replace("cursor", &file, Some("{ \"x\": 1 }  \n"), "{}\n").unwrap();
+        drop(set);
         fs::write(&file, b"edited by hand").unwrap();
         let (_, _, refused) = rollback(&store, false).unwrap().unwrap();
         assert!(matches!(&refused[0], Restored::Refused { .. }));
         assert_eq!(fs::read(&file).unwrap(), b"edited by hand");
+    }
+
+    #[test]
+    fn a_file_changed_since_it_was_read_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hub")).unwrap();
+        let file = dir.path().join("a.json");
+        fs::write(&file, b"{\"theirs\": 2}\n").unwrap();
+        let mut set = BackupSet::begin(&store, "connect").unwrap();
+        let err = set.replace("cursor", &file, Some("{}\n"), "{\"ours\": 1}\n").unwrap_err();
+        assert!(err.downcast_ref::<ChangedMeanwhile>().is_some(), "{err:#}");
+        assert_eq!(fs::read(&file).unwrap(), b"{\"theirs\": 2}\n");
+        assert!(set.is_empty());
+    }
+
+    #[test]
+    fn a_file_two_harnesses_share_rolls_back_to_its_first_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hub")).unwrap();
+        let file = dir.path().join("shared.json");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        fs::write(&file, b"{}\n").unwrap();
+        let mut set = BackupSet::begin(&store, "connect").unwrap();
+        set.replace("cursor", &file, Some("{}\n"), "{\"a\": 1}\n").unwrap();
+        set.replace("vscode", &link, Some("{\"a\": 1}\n"), "{\"a\": 1, \"b\": 2}\n").unwrap();
+        set.finish().unwrap();
+        let (_, _, done) = rollback(&store, false).unwrap().unwrap();
+        assert!(done.iter().all(|r| matches!(r, Restored::Restored { .. })), "{done:?}");
+        assert_eq!(fs::read(&file).unwrap(), b"{}\n");
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     }
 }

@@ -234,8 +234,14 @@ pub fn park(harness: &Descriptor, text: &str, names: &[Parked]) -> Result<Option
                         let Some(entry) = member.object_value() else { continue };
                         // Edit in place, so the entry keeps its own layout and comments.
                         set_member(&entry, flag, CstInputValue::Bool(off));
-                        for map_key in ENV_KEYS.iter().chain(HEADER_KEYS.iter()) {
-                            if let Some(map) = entry.object_value(map_key) {
+                        // Cline's CLI keeps the command and its variables under `transport`.
+                        let places = [Some(entry.clone()), entry.object_value("transport")];
+                        for (place, map_key) in places
+                            .iter()
+                            .flatten()
+                            .flat_map(|p| ENV_KEYS.iter().chain(HEADER_KEYS.iter()).map(move |k| (p, k)))
+                        {
+                            if let Some(map) = place.object_value(map_key) {
                                 for prop in map.properties() {
                                     let name = prop.decoded_name().unwrap_or_default();
                                     if parked.remove.iter().any(|r| r.eq_ignore_ascii_case(&name)) {
@@ -285,6 +291,9 @@ pub fn park(harness: &Descriptor, text: &str, names: &[Parked]) -> Result<Option
 
 /// Takes the named credential keys out of an entry's environment and headers.
 fn strip_credentials(entry: &mut Value, remove: &[String]) {
+    if let Some(inner) = entry.get_mut("transport") {
+        strip_credentials(inner, remove);
+    }
     for key in ENV_KEYS.iter().chain(HEADER_KEYS.iter()) {
         if let Some(map) = entry.get_mut(*key).and_then(Value::as_object_mut) {
             map.retain(|name, _| !remove.iter().any(|r| r.eq_ignore_ascii_case(name)));

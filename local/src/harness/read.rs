@@ -153,6 +153,20 @@ pub fn is_disabled(entry: &Value) -> bool {
 /// What a server entry becomes as a source. Environment values and headers that look like
 /// credentials become slots; their values are set apart in [`Converted::secrets`].
 pub fn convert(entry: &Value) -> Result<Converted> {
+    // The Cline CLI (npm `cline` 3.0.65, `cline mcp add --yes`) nests what the others keep flat:
+    // `{"transport": {"type": "stdio", "command", "args", "env"}, "disabled"}` (its schema in
+    // @cline/core's dist/index.js accepts both, the flat form as legacy).
+    let flat;
+    let entry = match entry.get("transport").and_then(Value::as_object) {
+        Some(inner) => {
+            let mut outer = entry.as_object().cloned().unwrap_or_default();
+            outer.remove("transport");
+            outer.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
+            flat = Value::Object(outer);
+            &flat
+        }
+        None => entry,
+    };
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
     // `url` (most), `serverUrl` (Windsurf, Antigravity), `httpUrl` (Gemini CLI, Qwen Code),
     // `uri` (Goose).
@@ -375,6 +389,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn clines_nested_transport_is_read_like_a_flat_entry() {
+        // What `cline mcp add memory --yes -- node server.js` (npm `cline` 3.0.65) writes.
+        let nested = convert(&json!({
+            "transport": {"type": "stdio", "command": "node", "args": ["server.js"], "env": {"API_TOKEN": "t"}},
+            "disabled": false
+        }))
+        .unwrap();
+        let flat =
+            convert(&json!({"command": "node", "args": ["server.js"], "env": {"API_TOKEN": "t"}})).unwrap();
+        assert_eq!(identity(&nested.transport), identity(&flat.transport));
+        assert_eq!(nested.secrets.len(), 1);
+        let http = convert(&json!({"transport": {"type": "streamableHttp", "url": "https://x.example/mcp"}}))
+            .unwrap();
+        assert_eq!(identity(&http.transport), "http https://x.example/mcp");
+    }
 
     #[test]
     fn entries_become_sources_with_credentials_set_apart() {

@@ -7,6 +7,7 @@ mod demo;
 mod elicit;
 mod handles;
 mod harness;
+mod harness_clis;
 mod harness_matrix;
 mod oauth;
 mod openapi;
