@@ -1,5 +1,6 @@
 //! Benchmarks `describe` on a namespace of 100 real tools (the recorded servers' tools, renamed
-//! and repeated): the whole namespace within the default budget, and one address in it.
+//! and repeated): the whole namespace within the default budget, and one address in it; and
+//! the token counter's one-time start (its table decoded).
 
 use capabilities_core::address::{Namespace, ToolAddress};
 use capabilities_core::catalog::{Catalog, SourceView};
@@ -53,6 +54,13 @@ fn bench(c: &mut Criterion) {
     c.bench_function("describe one tool among 100", |b| {
         b.iter(|| describe(&catalog, std::hint::black_box(&one), &everything, budget))
     });
+    // What the first count in a process pays: the LZMA token table decoded, the encoder built.
+    let mut group = c.benchmark_group("tokens");
+    group.sample_size(10);
+    group.bench_function("first count (table decoded, encoder built)", |b| {
+        b.iter(capabilities_core::tokens::build)
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);
