@@ -1,5 +1,6 @@
 //! Code mode on the hosted hub: the Worker bundle (`cargo xtask hosted build`) in real workerd,
-//! one tenant whose sources are the fixture servers speaking HTTP on loopback, configured and
+//! one tenant whose sources are the fixture servers speaking HTTP on loopback (and the store API
+//! behind Prism, added as a push carries an HTTP API), configured and
 //! approved by the person through the Worker's admin API. [`serve`] keeps such a tenant up for a
 //! real MCP client to try (`cargo xtask hosted dev --fixtures`).
 
@@ -50,6 +51,20 @@ impl HostedHub {
             tenant.set_rules(rules);
         }
         Ok(hub)
+    }
+
+    /// Adds an HTTP API described by `document` to the tenant, its requests going to
+    /// `base_url` with `key`, reviewed as proposed (reads run, writes ask).
+    pub fn add_api(&self, namespace: &str, document: &Path, base_url: &str, key: &str) {
+        self.tenant.borrow_mut().add_source(&SourceSpec {
+            namespace: namespace.to_owned(),
+            transport: Transport::OpenApi {
+                document: document.display().to_string(),
+                base_url: base_url.to_owned(),
+                credential: Some(key.to_owned()),
+            },
+            slots: Vec::new(),
+        });
     }
 
     /// One MCP request to the tenant's endpoint; its `result`, or an error naming the method.

@@ -340,7 +340,14 @@ impl Suite {
                 suite.write_policy()?;
             }
             Hub::Hosted => {
-                suite.hosted = Some(HostedHub::start(&suite.setup.repo, &suite.code_state, rules(), None)?);
+                let hosted = HostedHub::start(&suite.setup.repo, &suite.code_state, rules(), None)?;
+                // The store is added to a local hub first (its manifest gives the direct tools),
+                // then to the tenant the way a push carries an HTTP API, its key sealed.
+                suite.add_store()?;
+                let base_url = suite.store.as_ref().map(|s| s._code.base_url.clone()).unwrap_or_default();
+                let document = suite.setup.repo.join("evals/fixtures/store.openapi.json");
+                hosted.add_api(STORE, &document, &base_url, STORE_KEY);
+                suite.hosted = Some(hosted);
             }
         }
         let (mut client, init) = suite.client()?;
@@ -391,7 +398,7 @@ impl Suite {
         Ok(())
     }
 
-    /// The namespaces this hub serves: the MCP fixtures, and the store API on the local hub.
+    /// The namespaces this hub serves: the MCP fixtures and the store API.
     pub fn namespaces(&self) -> Vec<&'static str> {
         let mut all = SOURCES.to_vec();
         if self.store.is_some() {
