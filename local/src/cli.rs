@@ -68,6 +68,8 @@ pub enum HubCommand {
     Review(commands::review::ReviewArgs),
     /// Named profiles: which sources and tools an endpoint serves, with rules that tighten.
     Profiles(commands::profiles::ProfilesArgs),
+    /// The hub's skill library: add, list, show and remove skills (folders with a SKILL.md).
+    Skills(commands::skills::SkillsArgs),
     /// Open the local dashboard: calls waiting for you, tools to review, runs, sources.
     Dashboard(commands::dashboard::DashboardArgs),
     /// Decide the calls a run waits for, then resume it.
@@ -107,6 +109,7 @@ pub fn main() -> ExitCode {
         Command::Hub(HubCommand::Exec(args)) => commands::exec::run(&settings, args),
         Command::Hub(HubCommand::Runs(args)) => commands::runs::run(&settings, args),
         Command::Hub(HubCommand::Profiles(args)) => commands::profiles::run(&settings, args),
+        Command::Hub(HubCommand::Skills(args)) => commands::skills::run(&settings, args),
         Command::Hub(HubCommand::Serve(args)) => commands::serve::run(&settings, args),
         Command::Hub(HubCommand::Add(args)) => commands::add::run(&settings, *args),
         Command::Hub(HubCommand::List(args)) => commands::list::run(&settings, args),

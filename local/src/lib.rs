@@ -19,6 +19,7 @@ pub mod recorder;
 pub mod secrets;
 pub mod serve;
 pub mod settings;
+pub mod skills;
 pub mod sources;
 pub mod store;
 pub mod upstream;

@@ -1,6 +1,7 @@
 //! `capabilities hub import`: read the harnesses' MCP servers, merge duplicates, propose a
-//! namespace for each, and add them through the same path as `hub add`. The harness files are
-//! left as they are.
+//! namespace for each, and add them through the same path as `hub add`; and the skills in the
+//! harnesses' skill folders, merged by digest, into the hub's skill library. The harness files
+//! are left as they are.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -57,7 +58,25 @@ pub struct Plan {
     pub problems: Vec<String>,
     /// Harnesses read, with their entry counts.
     pub read: Vec<(&'static str, usize)>,
-    pub skills: Vec<(&'static str, usize)>,
+    /// Skills to add to the hub's library, one per digest.
+    pub skills: Vec<SkillProposal>,
+    /// Skills the hub has already with the same files: (where, name).
+    pub skills_known: Vec<(String, String)>,
+    /// Skill folders left out, with why (unreadable, invalid, or a different skill of a name
+    /// the hub has).
+    pub skills_skipped: Vec<String>,
+}
+
+/// One skill the import proposes: the files read (what is installed is what was shown).
+#[derive(Debug, Clone)]
+pub struct SkillProposal {
+    pub skill: crate::skills::Scanned,
+    /// The folder it is installed from.
+    pub path: std::path::PathBuf,
+    /// Where it was found: `claude-code ~/.claude/skills/release-notes`.
+    pub seen_in: Vec<String>,
+    /// Other folders with a skill of the same name but other files, not imported.
+    pub conflicts: Vec<String>,
 }
 
 /// What happened to the proposals.
@@ -72,6 +91,8 @@ pub struct Outcome {
     /// Remote servers that want an OAuth sign-in (`capabilities hub auth`) before their tools
     /// can be read; added with none yet.
     pub need_sign_in: Vec<String>,
+    /// Skills added to the hub's library.
+    pub skills_added: Vec<String>,
 }
 
 /// What adding one proposal came to.
@@ -120,29 +141,37 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
     let home = harness::home_dir()?;
     let chosen = harness::select(from)?;
     let config = HubConfig::load(store);
-    let plan = plan(&home, &chosen, &config);
+    let mut plan = plan(&home, &chosen, &config);
+    plan_skills(&home, &chosen, store, &mut plan);
     if settings.json {
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&plan_json(&plan))?))?;
     } else {
         print_stdout(&render_plan(&plan))?;
     }
     let mut outcome = Outcome::default();
-    if plan.proposals.is_empty() {
+    if plan.proposals.is_empty() && plan.skills.is_empty() {
         return Ok(outcome);
     }
     if !yes {
         if settings.no_input {
-            return Err(UsageError(
+            let what = if plan.proposals.is_empty() {
+                "importing copies the skills listed above into the hub: check them and pass `--yes`"
+            } else {
                 "importing runs the commands listed above on your machine: check them and pass `--yes`"
-                    .into(),
-            )
-            .into());
+            };
+            return Err(UsageError(what.into()).into());
         }
-        if !review::ask(settings, "Import these sources? [Y/n] ", true)? {
+        let question = match (plan.proposals.is_empty(), plan.skills.is_empty()) {
+            (false, true) => "Import these sources? [Y/n] ",
+            (true, false) => "Import these skills? [Y/n] ",
+            _ => "Import these sources and skills? [Y/n] ",
+        };
+        if !review::ask(settings, question, true)? {
             eprintln!("nothing was imported");
             return Ok(outcome);
         }
     }
+    import_skills(store, &plan, &mut outcome);
     // Every source starts and lists its tools at the same time; records are written by each.
     let registered: Vec<Result<Registered>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
@@ -206,6 +235,9 @@ pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) ->
         }
     }
     let mut summary = String::new();
+    for name in &outcome.skills_added {
+        let _ = writeln!(summary, "added skill `{name}`");
+    }
     for (ns, tools) in &outcome.added {
         if outcome.need_sign_in.contains(ns) {
             let _ = writeln!(summary, "added `{ns}`; it wants a sign-in before its tools can be read");
@@ -346,12 +378,6 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
             }
         }
     }
-    for harness in harnesses {
-        let count = harness.count_skills(home);
-        if count > 0 {
-            plan.skills.push((harness.id, count));
-        }
-    }
     for (name, place, converted, _) in found {
         let identity = read::identity(&converted.transport);
         if let Some((_, ns)) = existing.iter().find(|(id, _)| *id == identity) {
@@ -377,6 +403,76 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
         });
     }
     plan
+}
+
+/// Reads every skill folder of `harnesses` under `home` into `plan`: one proposal per digest,
+/// the first of several skills sharing a name proposed and the others reported as conflicts.
+fn plan_skills(home: &std::path::Path, harnesses: &[&'static Descriptor], store: &Store, plan: &mut Plan) {
+    let library = crate::skills::Library::new(store);
+    let in_hub = match library.list() {
+        Ok(rows) => rows,
+        Err(err) => {
+            plan.problems.push(format!("{err:#}"));
+            return;
+        }
+    };
+    for harness in harnesses {
+        for (dir, path) in harness.skill_folders(home) {
+            let folder = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let place = format!("{} ~/{dir}/{folder}", harness.id);
+            let skill = match crate::skills::scan(&path) {
+                Ok(skill) => skill,
+                Err(err) => {
+                    plan.skills_skipped.push(format!("skill {place}: {err:#}"));
+                    continue;
+                }
+            };
+            if let Some((name, locked, _)) = in_hub.iter().find(|(name, _, _)| name == skill.name()) {
+                if locked.as_ref().is_some_and(|l| l.digest == skill.digest) {
+                    plan.skills_known.push((place, name.clone()));
+                } else {
+                    plan.skills_skipped.push(format!(
+                        "skill {place}: the hub has a skill `{name}` with other files; left as it is \
+                         (`capabilities hub skills add {} --replace` takes this one)",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
+            if let Some(same) = plan.skills.iter_mut().find(|p| p.skill.digest == skill.digest) {
+                same.seen_in.push(place);
+                continue;
+            }
+            if let Some(first) = plan.skills.iter_mut().find(|p| p.skill.name() == skill.name()) {
+                let first_place = first.seen_in[0].clone();
+                first.conflicts.push(format!(
+                    "{place} has other files ({}); importing the one from {first_place}",
+                    short_digest(&skill.digest)
+                ));
+                continue;
+            }
+            plan.skills.push(SkillProposal { skill, path, seen_in: vec![place], conflicts: Vec::new() });
+        }
+    }
+}
+
+/// Adds the proposed skills to the hub's library, each whole or not at all.
+fn import_skills(store: &Store, plan: &Plan, outcome: &mut Outcome) {
+    let library = crate::skills::Library::new(store);
+    for proposal in &plan.skills {
+        let name = proposal.skill.name().to_owned();
+        match library.install(&proposal.skill, &proposal.path.display().to_string(), false) {
+            Ok(_) => outcome.skills_added.push(name),
+            Err(err) => {
+                eprintln!("could not add skill `{name}`: {err:#}");
+                outcome.failed.push((format!("skill {name}"), format!("{err:#}")));
+            }
+        }
+    }
+}
+
+fn short_digest(digest: &str) -> &str {
+    &digest[..digest.len().min("sha256:".len() + 12)]
 }
 
 /// A namespace from the entry's name, or from its package or host when the name says nothing.
@@ -409,7 +505,7 @@ fn plural(n: usize) -> &'static str {
 /// The plan as text for people.
 pub fn render_plan(plan: &Plan) -> String {
     let mut out = String::new();
-    if plan.read.is_empty() && plan.problems.is_empty() {
+    if plan.read.is_empty() && plan.problems.is_empty() && plan.skills.is_empty() {
         let _ = writeln!(out, "no harness config found under $HOME");
     }
     for (id, count) in &plan.read {
@@ -445,12 +541,29 @@ pub fn render_plan(plan: &Plan) -> String {
     for skipped in &plan.skipped {
         let _ = writeln!(out, "skipped {skipped}");
     }
-    for (id, count) in &plan.skills {
+    if !plan.skills.is_empty() {
+        let _ = writeln!(out, "{}skills to import:", if out.is_empty() { "" } else { "\n" });
+    }
+    for proposal in &plan.skills {
+        let description = super::skills::one_line(&proposal.skill.front.description, 72);
+        let _ = writeln!(out, "  {}  {description}", proposal.skill.name());
+        let files = proposal.skill.files.len();
         let _ = writeln!(
             out,
-            "found {count} skill{} in {id}; importing skills comes in a later release",
-            plural(*count)
+            "    {files} file{}, {}, from {}",
+            plural(files),
+            short_digest(&proposal.skill.digest),
+            proposal.seen_in.join(", ")
         );
+        for conflict in &proposal.conflicts {
+            let _ = writeln!(out, "    conflict: {conflict}");
+        }
+    }
+    for (place, name) in &plan.skills_known {
+        let _ = writeln!(out, "skill already in the hub as `{name}`: {place}");
+    }
+    for skipped in &plan.skills_skipped {
+        let _ = writeln!(out, "skipped {skipped}");
     }
     out
 }
@@ -468,6 +581,15 @@ fn plan_json(plan: &Plan) -> serde_json::Value {
         "known": plan.known.iter().map(|(place, ns)| json!({"entry": place, "namespace": ns})).collect::<Vec<_>>(),
         "skipped": plan.skipped,
         "problems": plan.problems,
-        "skills": plan.skills.iter().map(|(id, n)| json!({"harness": id, "count": n})).collect::<Vec<_>>(),
+        "skills": plan.skills.iter().map(|p| json!({
+            "name": p.skill.name(),
+            "description": p.skill.front.description,
+            "digest": p.skill.digest,
+            "files": p.skill.files.len(),
+            "seenIn": p.seen_in,
+            "conflicts": p.conflicts,
+        })).collect::<Vec<_>>(),
+        "skillsKnown": plan.skills_known.iter().map(|(place, name)| json!({"entry": place, "name": name})).collect::<Vec<_>>(),
+        "skillsSkipped": plan.skills_skipped,
     })
 }

@@ -27,6 +27,7 @@ pub mod review;
 pub mod rollback;
 pub mod runs;
 pub mod serve;
+pub mod skills;
 pub mod status;
 
 use std::io::Write;

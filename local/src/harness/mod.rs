@@ -178,7 +178,8 @@ pub const HARNESSES: &[Descriptor] = &[
         tier: Tier::Verified,
         park: Park::Flag("enabled", false),
         lists: Some("codex mcp list"),
-        skills: &[".codex/skills"],
+        // Skills: `~/.agents/skills`, and the older `~/.codex/skills` it still reads.
+        skills: &[".agents/skills", ".codex/skills"],
         ..BASE
     },
     // docs.cursor.com/context/model-context-protocol: `~/.cursor/mcp.json`, project
@@ -246,6 +247,7 @@ pub const HARNESSES: &[Descriptor] = &[
         tier: Tier::Verified,
         detect: Some(".gemini/settings.json"),
         lists: Some("gemini mcp list"),
+        skills: &[".gemini/skills"],
         ..BASE
     },
     // QwenLM/qwen-code docs/tools/mcp-server.md (a Gemini CLI fork, the same settings shape):
@@ -272,6 +274,7 @@ pub const HARNESSES: &[Descriptor] = &[
         shape: Shape::CommandList,
         park: Park::Flag("enabled", false),
         lists: Some("opencode mcp list"),
+        skills: &[".config/opencode/skills"],
         ..BASE
     },
     // Kilo-Org/kilocode packages/kilo-docs/pages/automate/mcp/using-in-kilo-code.md: the Kilo CLI
@@ -307,6 +310,7 @@ pub const HARNESSES: &[Descriptor] = &[
         name: "GitHub Copilot CLI",
         config: ".copilot/mcp-config.json",
         shape: Shape::Copilot,
+        skills: &[".copilot/skills"],
         ..BASE
     },
     // code.visualstudio.com/docs/copilot/reference/mcp-configuration: `mcp.json` in the user
@@ -525,12 +529,21 @@ impl Descriptor {
         (!same && path.is_file()).then_some(path)
     }
 
-    /// The skills found for this harness (`<dir>/*/SKILL.md`).
-    pub fn count_skills(&self, home: &Path) -> usize {
-        self.skills
-            .iter()
-            .flat_map(|dir| std::fs::read_dir(home.join(dir)).into_iter().flatten().flatten())
-            .filter(|entry| entry.path().join("SKILL.md").is_file())
-            .count()
+    /// The skill folders found for this harness (`<dir>/*/SKILL.md`), with the folder each
+    /// came from, sorted; a link that leads nowhere (or in a loop) is listed too, for the
+    /// importer to report.
+    pub fn skill_folders(&self, home: &Path) -> Vec<(&'static str, PathBuf)> {
+        let mut found = Vec::new();
+        for dir in self.skills {
+            let mut entries: Vec<PathBuf> =
+                std::fs::read_dir(home.join(dir)).into_iter().flatten().flatten().map(|e| e.path()).collect();
+            entries.sort();
+            for path in entries {
+                if path.join("SKILL.md").is_file() || std::fs::metadata(&path).is_err() {
+                    found.push((*dir, path));
+                }
+            }
+        }
+        found
     }
 }

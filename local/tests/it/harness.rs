@@ -74,7 +74,11 @@ impl Machine {
         }
         let skill = self.home().join(".claude/skills/release-notes/SKILL.md");
         std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
-        std::fs::write(skill, "---\nname: release-notes\n---\nWrite release notes.\n").unwrap();
+        std::fs::write(
+            skill,
+            "---\nname: release-notes\ndescription: Write release notes.\n---\nWrite release notes.\n",
+        )
+        .unwrap();
         self
     }
 
@@ -193,7 +197,11 @@ fn import_merges_duplicates_and_leaves_the_harness_files_alone() {
             `https://docs.example.com/sse` is an SSE endpoint; the hub tries its streamable HTTP endpoint
         skipped codex (user) switched_off: turned off in its harness
         skipped hermes (user) github: turned off in its harness
-        found 1 skill in claude-code; importing skills comes in a later release
+
+        skills to import:
+          release-notes  Write release notes.
+            1 file, sha256:1bc08e7b3b68, from claude-code ~/.claude/skills/release-notes
+        added skill `release-notes`
         added `memory` with 9 tools
         added `memory_2` with 9 tools
     "#]].assert_eq(&ran.stdout);

@@ -17,5 +17,6 @@ mod profiles;
 mod secrets;
 mod serve;
 mod serve_http;
+mod skills;
 mod support;
 mod upstream;
