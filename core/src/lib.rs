@@ -25,6 +25,7 @@ pub mod openapi;
 pub mod operation;
 pub mod pending;
 pub mod policy;
+pub mod profile;
 pub mod ports;
 pub mod record;
 pub mod run;

@@ -1,7 +1,8 @@
 //! `hub push`: what a local hub sends its hosted hub, and the plan the hosted hub answers with.
 //!
 //! A push is the local hub's HTTP sources (with their manifests and connections), its policy,
-//! the sources it left out (stdio ones cannot run hosted) and, only with `--secrets`, credential
+//! its named profiles (each served at its own MCP address, checked as a load checks them), the
+//! sources it left out (stdio ones cannot run hosted) and, only with `--secrets`, credential
 //! values. The hosted hub first answers with a [`Plan`] — what is added, changed, removed and
 //! left out, which stored secrets are kept, dropped or still missing — and its [`hash`]. Applying
 //! sends the same push with that hash; the hub computes the plan again from what it holds now
@@ -15,6 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use capabilities_core::policy::PolicyState;
+use capabilities_core::profile::Profile;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -47,6 +49,9 @@ pub struct Push {
     pub with_secrets: bool,
     #[serde(default)]
     pub left_out: Vec<LeftOut>,
+    /// The local hub's profiles besides `default`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<Profile>,
     /// The hash of the plan to apply; without it the hub only answers with the plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apply: Option<String>,
@@ -74,6 +79,7 @@ pub struct Current {
     pub policy: PolicyState,
     /// The slots with a stored value: (namespace, connection, slot).
     pub filled: BTreeSet<(String, String, String)>,
+    pub profiles: Vec<Profile>,
 }
 
 /// A source that stays but differs, with what differs in a person's words.
@@ -98,6 +104,13 @@ pub struct Plan {
     pub secrets: SecretsPlan,
     /// Tools the hosted hub serves after the push.
     pub tools: usize,
+    /// The profiles the hosted hub serves after the push, besides `default`.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// What is applied but may not be what the person meant (a profile's pattern that matches
+    /// no tool pushed).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,6 +166,7 @@ impl Push {
             policy: self.policy.clone(),
             secrets: self.secrets.clone(),
             upstream_timeout_ms: None,
+            profiles: self.profiles.clone(),
         }
     }
 
@@ -211,6 +225,8 @@ impl Push {
             policy: policy_plan(&current.policy, &self.policy),
             secrets: SecretsPlan::default(),
             tools: self.sources.iter().map(|s| s.manifest.tools.len()).sum(),
+            profiles: self.profiles.iter().map(|p| p.name.clone()).collect(),
+            warnings: self.as_load().warnings(),
         };
         plan.left_out.sort_by(|a, b| a.namespace.cmp(&b.namespace));
         for (ns, source) in &new {
@@ -304,6 +320,7 @@ pub fn hash(current: &Current, push: &Push) -> String {
             "sources": current.sources,
             "policy": current.policy,
             "filled": current.filled.iter().collect::<Vec<_>>(),
+            "profiles": current.profiles,
         },
         "push": {
             "sources": push.sources,
@@ -311,6 +328,7 @@ pub fn hash(current: &Current, push: &Push) -> String {
             "secrets": values,
             "withSecrets": push.with_secrets,
             "leftOut": push.left_out,
+            "profiles": push.profiles,
         },
     });
     let canonical = capabilities_core::canonical::to_string(&document);
@@ -358,6 +376,12 @@ pub fn describe(plan: &Plan) -> Vec<String> {
     if !s.missing.is_empty() {
         lines.push(format!("no value for {} (send them with `hub push --secrets`)", list(&s.missing)));
     }
+    if !plan.profiles.is_empty() {
+        lines.push(format!("profiles {} (besides default)", list(&plan.profiles)));
+    }
+    for warning in &plan.warnings {
+        lines.push(format!("warning: {warning}"));
+    }
     lines.push(format!("{} tools hosted after the push", plan.tools));
     lines
 }
@@ -402,6 +426,7 @@ mod tests {
             ],
             policy: PolicyState::default(),
             filled: filled(&[("crm", "default", "x-api-key"), ("old", "default", "authorization")]),
+            profiles: Vec::new(),
         };
         let push = Push {
             sources: vec![
@@ -447,5 +472,41 @@ mod tests {
         assert_ne!(with_one, hash(&current, &push), "a changed value changes the hash");
         assert!(!with_one.contains("sk-1"));
         assert_eq!(push.plan(&current).secrets.sent, ["crm/default x-api-key"]);
+    }
+
+    #[test]
+    fn profiles_are_sent_checked_and_hashed() {
+        let current = Current::default();
+        let mut push = Push { sources: vec![source("crm", &["a"], &[])], ..Push::default() };
+        let without = hash(&current, &push);
+        push.profiles = vec![Profile::serving("sales", vec!["crm".into(), "memory".into()])];
+        push.check().unwrap();
+        assert_ne!(without, hash(&current, &push), "profiles are part of the plan");
+        let plan = push.plan(&current);
+        assert_eq!(plan.profiles, ["sales"]);
+        let lines = describe(&plan).join("\n");
+        assert!(lines.contains("profiles sales (besides default)"), "{lines}");
+        assert!(
+            lines.contains("warning: profile `sales` serves `memory`, which matches no tool sent"),
+            "{lines}"
+        );
+        let rule =
+            |effect: &str| serde_json::from_value(json!({ "source": "crm", "effect": effect })).unwrap();
+        push.profiles[0].rules = vec![rule("allow")];
+        let refused = push.check().unwrap_err().to_string();
+        assert!(
+            refused.starts_with("profile `sales`: ") && refused.contains("can only tighten"),
+            "{refused}"
+        );
+        push.profiles[0].rules = vec![rule("deny")];
+        push.profiles.push(push.profiles[0].clone());
+        assert_eq!(
+            push.check().unwrap_err().to_string(),
+            "profile `sales` is sent twice; send each profile once"
+        );
+        push.profiles = vec![Profile::everything()];
+        assert!(push.check().unwrap_err().to_string().contains("`default` is built in"));
+        push.profiles = vec![Profile::serving("Bad Name", vec!["crm".into()])];
+        assert!(push.check().unwrap_err().to_string().contains("is not a profile name"));
     }
 }

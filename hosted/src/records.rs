@@ -2,6 +2,10 @@
 //! a person reviewed, their manifests and connections, the policy, and credential values (kept
 //! only sealed). A load replaces the tenant's whole configuration.
 //!
+//! A load may carry named profiles (core's `profile::Profile`, the local hub's record): each is
+//! served at its own MCP address, checked here as the local hub checks it; a pattern that
+//! matches no tool loaded is a warning, not a refusal (its source may be one left out).
+//!
 //! An OAuth connection carries the client it signed in as (from the local hub's record); its
 //! tokens are one secret value in slot [`OAUTH_SLOT`], the whole `TokenSet` as JSON, exactly
 //! what the local hub stores. The hub refreshes them itself and stores the new set sealed.
@@ -11,6 +15,7 @@ use capabilities_core::catalog::{Catalog, SourceView};
 use capabilities_core::manifest::Manifest;
 use capabilities_core::oauth::{OAuthClient, TokenSet};
 use capabilities_core::policy::PolicyState;
+use capabilities_core::profile::{DEFAULT, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{Origin, origin_of};
@@ -82,7 +87,13 @@ pub struct Load {
     /// A lower per-call upstream timeout for this tenant, in ms (never above the default).
     #[serde(default, rename = "upstreamTimeoutMs", skip_serializing_if = "Option::is_none")]
     pub upstream_timeout_ms: Option<u64>,
+    /// Named profiles besides the built-in `default`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<Profile>,
 }
+
+/// The most profiles one load or push may carry.
+pub const MAX_PROFILES: usize = 100;
 
 /// A tenant's own limits: the defaults, lowered where its load asked.
 pub fn tenant_limits(upstream_timeout_ms: Option<u64>) -> capabilities_core::limits::Limits {
@@ -121,6 +132,14 @@ pub enum LoadError {
     Tokens { namespace: String, connection: String, reason: String },
     #[error("source `{namespace}`, connection `{connection}`: its OAuth token endpoint {reason}")]
     TokenEndpoint { namespace: String, connection: String, reason: String },
+    #[error("profile `{name}`: {reason}")]
+    Profile { name: String, reason: String },
+    #[error("profile `{0}` is sent twice; send each profile once")]
+    DuplicateProfile(String),
+    #[error("profile `default` is built in (every source, the policy as it is); send only the others")]
+    DefaultProfile,
+    #[error("a load carries at most {MAX_PROFILES} profiles")]
+    TooManyProfiles,
 }
 
 impl Load {
@@ -155,6 +174,7 @@ impl Load {
                 }
             }
         }
+        self.check_profiles()?;
         for secret in &self.secrets {
             let connection = self
                 .sources
@@ -188,6 +208,46 @@ impl Load {
             }
         }
         Ok(())
+    }
+}
+
+impl Load {
+    /// Checks the profiles as the local hub checks them: names, patterns, rules that only
+    /// tighten (an overlay that allows is refused), each name once, `default` never.
+    fn check_profiles(&self) -> Result<(), LoadError> {
+        if self.profiles.len() > MAX_PROFILES {
+            return Err(LoadError::TooManyProfiles);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for profile in &self.profiles {
+            if profile.name == DEFAULT {
+                return Err(LoadError::DefaultProfile);
+            }
+            profile
+                .check()
+                .map_err(|err| LoadError::Profile { name: profile.name.clone(), reason: err.to_string() })?;
+            if !seen.insert(profile.name.as_str()) {
+                return Err(LoadError::DuplicateProfile(profile.name.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// What a person should hear about a checked load that is still stored: each profile's
+    /// pattern that matches no tool of the load.
+    pub fn warnings(&self) -> Vec<String> {
+        let all = catalog(&self.sources);
+        self.profiles
+            .iter()
+            .flat_map(|profile| {
+                profile.unmatched(&all).into_iter().map(|pattern| {
+                    format!(
+                        "profile `{}` serves `{pattern}`, which matches no tool sent to the hosted hub",
+                        profile.name
+                    )
+                })
+            })
+            .collect()
     }
 }
 

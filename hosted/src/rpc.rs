@@ -3,6 +3,10 @@
 //! which does not run in a Worker). The tool definitions and instructions come from the core,
 //! so `tools/list` is the local hub's, byte for byte.
 //!
+//! A profile in direct mode lists its own tools instead of the three (the core's `DirectTools`,
+//! built once per profile, so every connection lists the same) and each call runs as the one
+//! line of code it stands for, through the same engine.
+//!
 //! A client on the stateless revision (2026-07-28) that declares form elicitation in the
 //! request's `_meta` gets a run that waits for a person as an `input_required` result, as from
 //! the local hub: one form per undecided call and the signed states as `requestState`; the
@@ -14,6 +18,7 @@ use capabilities_core::handles;
 use capabilities_core::limits::Limits;
 use capabilities_core::ports::LocalBoxFuture;
 use capabilities_core::record::HandleKind;
+use capabilities_core::surface::direct;
 use capabilities_core::surface::envelope::{Envelope, EnvelopeStatus};
 use capabilities_core::surface::tools;
 use serde_json::{Map, Value, json};
@@ -34,6 +39,19 @@ pub trait Tenant {
     /// (the same words for an unknown handle and another tenant's).
     fn read_resource<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<Value, String>> {
         Box::pin(async move { Err(format!("there is no handle `{uri}`")) })
+    }
+    /// In direct mode, the profile's tool definitions; `None` in code mode (the three tools).
+    fn direct(&self) -> Option<&[Value]> {
+        None
+    }
+    /// A direct-mode call of the tool listed as `name`: its run (a waiting run of the same call
+    /// continued), or `None` when no tool has the name.
+    fn call_direct<'a>(
+        &'a self,
+        _name: &'a str,
+        _arguments: &'a Value,
+    ) -> LocalBoxFuture<'a, Option<Envelope>> {
+        Box::pin(async { None })
     }
     /// Records the answers of a retried call, each only with its signed state, and resumes the
     /// run the states name; says whether anything was recorded. Nothing is unless every state
@@ -91,10 +109,13 @@ pub async fn handle(body: &[u8], tenant: &dyn Tenant, limits: &Limits) -> Option
         success(id, result)
     };
     Some(match method {
-        "initialize" => success(id, initialize(&params)),
+        "initialize" => success(id, initialize(&params, instructions(tenant))),
         "ping" => success(id, json!({})),
-        "server/discover" => success(id, discover()),
-        "tools/list" => success(id, json!({ "tools": tools::definitions(limits) })),
+        "server/discover" => success(id, discover(instructions(tenant))),
+        "tools/list" => match tenant.direct() {
+            Some(listed) => success(id, json!({ "tools": listed })),
+            None => success(id, json!({ "tools": tools::definitions(limits) })),
+        },
         // Handles are resources a client reads from the links it was given; none is listed.
         "resources/list" => success(id, json!({ "resources": [] })),
         "resources/templates/list" => success(id, json!({ "resourceTemplates": [] })),
@@ -113,24 +134,32 @@ pub async fn handle(body: &[u8], tenant: &dyn Tenant, limits: &Limits) -> Option
     })
 }
 
-fn initialize(params: &Value) -> Value {
+/// The server instructions of the profile `tenant` serves.
+fn instructions(tenant: &dyn Tenant) -> &'static str {
+    match tenant.direct() {
+        Some(_) => direct::INSTRUCTIONS,
+        None => tools::INSTRUCTIONS,
+    }
+}
+
+fn initialize(params: &Value, instructions: &str) -> Value {
     let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
     let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
     json!({
         "protocolVersion": version,
         "capabilities": { "tools": {}, "resources": {} },
         "serverInfo": { "name": "capabilities", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": tools::INSTRUCTIONS
+        "instructions": instructions
     })
 }
 
 /// What a client on the stateless revision learns instead of an `initialize` handshake.
-fn discover() -> Value {
+fn discover(instructions: &str) -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
         "capabilities": { "tools": {}, "resources": {} },
-        "instructions": tools::INSTRUCTIONS,
+        "instructions": instructions,
         "ttlMs": 0,
         "cacheScope": "private",
         "_meta": {
@@ -146,16 +175,26 @@ async fn call(params: &Value, tenant: &dyn Tenant, limits: &Limits) -> Result<Va
         Some(arguments @ Value::Object(_)) => arguments.clone(),
         Some(_) => return Err("`arguments` must be an object".to_owned()),
     };
+    if tenant.direct().is_some() {
+        return Ok(call_direct(name, &arguments, params, tenant).await);
+    }
     Ok(match name {
         tools::SEARCH | tools::DESCRIBE => match tenant.lookup(name, &arguments) {
             Ok(text) => text_result(text, false),
             Err(message) => text_result(message, true),
         },
-        tools::EXECUTE if asks_inline(params) => inline(&arguments, params, tenant, limits).await,
-        tools::EXECUTE => match tools::parse_execute(&arguments, limits) {
-            Ok(request) => envelope_result(&tenant.execute(request).await),
-            Err(message) => text_result(message, true),
-        },
+        tools::EXECUTE => {
+            let start: LocalBoxFuture<'_, Result<Envelope, Value>> = Box::pin(async {
+                match tools::parse_execute(&arguments, limits) {
+                    Ok(request) => Ok(tenant.execute(request).await),
+                    Err(message) => Err(text_result(message, true)),
+                }
+            });
+            match asks_inline(params) {
+                true => inline(params, tenant, start, envelope_result).await,
+                false => start.await.map_or_else(|refused| refused, |envelope| envelope_result(&envelope)),
+            }
+        }
         other => text_result(
             format!("there is no tool `{other}`: this server has `search`, `describe` and `execute`"),
             true,
@@ -163,10 +202,41 @@ async fn call(params: &Value, tenant: &dyn Tenant, limits: &Limits) -> Result<Va
     })
 }
 
-/// `execute` for a client that can be handed forms: a retried call (with `requestState`)
-/// records its answers and resumes that run; a run waiting for a person comes back as
-/// `input_required`.
-async fn inline(arguments: &Value, params: &Value, tenant: &dyn Tenant, limits: &Limits) -> Value {
+/// A call to one of a direct-mode profile's tools: its run's result as the tool's own.
+async fn call_direct(name: &str, arguments: &Value, params: &Value, tenant: &dyn Tenant) -> Value {
+    let bytes = arguments.to_string().len();
+    if bytes > direct::MAX_ARGUMENT_BYTES {
+        return text_result(
+            format!(
+                "the arguments are {bytes} bytes of JSON, over the limit of {} for one call",
+                direct::MAX_ARGUMENT_BYTES
+            ),
+            true,
+        );
+    }
+    let start: LocalBoxFuture<'_, Result<Envelope, Value>> = Box::pin(async {
+        tenant.call_direct(name, arguments).await.ok_or_else(|| {
+            text_result(
+                format!("there is no tool `{name}` in this profile: tools/list names the tools it serves"),
+                true,
+            )
+        })
+    });
+    match asks_inline(params) {
+        true => inline(params, tenant, start, direct_result).await,
+        false => start.await.map_or_else(|refused| refused, |envelope| direct_result(&envelope)),
+    }
+}
+
+/// A call for a client that can be handed forms: a retried call (with `requestState`) records
+/// its answers and resumes that run; otherwise `start` runs. A run waiting for a person comes
+/// back as `input_required`; any other is answered in `shape`.
+async fn inline<'a>(
+    params: &Value,
+    tenant: &dyn Tenant,
+    start: LocalBoxFuture<'a, Result<Envelope, Value>>,
+    shape: fn(&Envelope) -> Value,
+) -> Value {
     let envelope = match params.get("requestState") {
         Some(state) => {
             let Some(state) = state.as_str() else {
@@ -175,26 +245,26 @@ async fn inline(arguments: &Value, params: &Value, tenant: &dyn Tenant, limits: 
             match tenant.answer(state, params.get("inputResponses").and_then(Value::as_object)).await {
                 // Every form was dismissed: the calls stay pending, and asking again at once
                 // would only loop.
-                Ok((envelope, false)) => return envelope_result(&envelope),
+                Ok((envelope, false)) => return shape(&envelope),
                 Ok((envelope, true)) => envelope,
                 Err(message) => return text_result(message, true),
             }
         }
-        None => match tools::parse_execute(arguments, limits) {
-            Ok(request) => tenant.execute(request).await,
-            Err(message) => return text_result(message, true),
+        None => match start.await {
+            Ok(envelope) => envelope,
+            Err(refused) => return refused,
         },
     };
     if envelope.status != EnvelopeStatus::AwaitingApproval {
-        return envelope_result(&envelope);
+        return shape(&envelope);
     }
     match tenant.ask(&envelope.run_id).await {
         Ok(Some(input_required)) => input_required,
-        Ok(None) => envelope_result(&envelope),
+        Ok(None) => shape(&envelope),
         Err(message) => {
             let mut envelope = envelope;
             envelope.notices.push(message);
-            envelope_result(&envelope)
+            shape(&envelope)
         }
     }
 }
@@ -207,20 +277,34 @@ fn text_result(text: String, is_error: bool) -> Value {
 /// (or part of one); `isError` only for a failed run, as the local hub answers.
 pub fn envelope_result(envelope: &Envelope) -> Value {
     let mut content = vec![json!({ "type": "text", "text": envelope.to_line() })];
-    for link in envelope.resource_links() {
-        content.push(json!({
+    content.extend(resource_links(envelope));
+    json!({
+        "content": content,
+        "structuredContent": envelope.to_value(),
+        "isError": envelope.status == EnvelopeStatus::Failed
+    })
+}
+
+/// A direct call's run as the tool's own result, with a `resource_link` per handle part, as the
+/// local hub answers.
+pub fn direct_result(envelope: &Envelope) -> Value {
+    let mut result = direct::call_result(envelope);
+    if let Some(content) = result["content"].as_array_mut() {
+        content.extend(resource_links(envelope));
+    }
+    result
+}
+
+fn resource_links(envelope: &Envelope) -> impl Iterator<Item = Value> {
+    envelope.resource_links().into_iter().map(|link| {
+        json!({
             "type": "resource_link",
             "uri": link.uri,
             "name": link.name,
             "description": link.description,
             "mimeType": link.mime_type,
             "size": link.bytes,
-        }));
-    }
-    json!({
-        "content": content,
-        "structuredContent": envelope.to_value(),
-        "isError": envelope.status == EnvelopeStatus::Failed
+        })
     })
 }
 

@@ -97,21 +97,18 @@ impl Host {
             warn(problem);
         }
         let profile = profiles::require(&store, profile)?;
-        for pattern in profile.unmatched(&config) {
+        let full = profiles::full_catalog(&config);
+        for pattern in profile.unmatched(&full) {
             warn(&format!("profile `{}` serves `{pattern}`, which matches no tool of the hub", profile.name));
         }
-        let catalog = profile.catalog(&config);
         let pool = SourcePool::with_sources(
             PoolOptions::default(),
             config.sources.iter().map(|(s, _, _)| s.spec.clone()),
         );
         let limits = Limits::DEFAULT;
-        let (mut surface, invalid) = Surface::from_config(catalog, config.policy.clone(), limits, words());
+        let (surface, invalid) = profile.surface(&full, config.policy.clone(), limits, words())?;
         if let Some(err) = invalid {
             warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
-        }
-        if !profile.rules.is_empty() {
-            surface.policy = std::mem::take(&mut surface.policy).with_overlay(profile.rules)?;
         }
         let sources_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -120,7 +117,7 @@ impl Host {
             .build()
             .context("starting the runtime for MCP sources")?;
         let upstream = PooledUpstream::new(pool, sources_runtime.handle().clone());
-        let direct = (profile.mode == profiles::Mode::Direct).then(|| Direct::new(&surface, profile.naming));
+        let direct = profile.direct(&surface).map(|tools| Direct::new(&surface, tools));
         let profile = profile.name;
         Ok(Host {
             store,
@@ -270,11 +267,8 @@ pub struct Direct {
 }
 
 impl Direct {
-    /// The tools `surface` serves, named by `naming`; tools policy denies are not listed.
-    fn new(surface: &Surface, naming: profiles::Naming) -> Direct {
-        let tools = DirectTools::new(&surface.catalog, naming, |address| {
-            surface.effect(address) != capabilities_core::policy::Effect::Deny
-        });
+    /// `tools` (the profile's, named) with their rmcp definitions.
+    fn new(surface: &Surface, tools: DirectTools) -> Direct {
         let definitions = tools
             .definitions(&surface.catalog)
             .into_iter()

@@ -148,6 +148,8 @@ impl Hub {
             "sources": load.sources.len(),
             "tools": tools,
             "secrets": load.secrets.iter().map(|s| s.values.len()).sum::<usize>(),
+            "profiles": load.profiles.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            "warnings": load.warnings(),
         }))
     }
 

@@ -7,6 +7,10 @@
 //! `/.well-known/oauth-protected-resource[/mcp]` and `/.well-known/oauth-authorization-server`;
 //! `/oauth/*`, the authorization server, in the `Access` object.
 //!
+//! A named profile (sent by `hub push` or an admin load) is served at its own address under
+//! the default one: `/mcp/<profile>` for people, `/t/<tenant>/mcp/<profile>` for operators,
+//! under the same token as the default (OAuth's resource `/mcp` is a prefix of it).
+//!
 //! Routes for operators: `POST /t/<tenant>/mcp` (MCP; a bearer token from the
 //! `HUB_ACCESS_TOKEN` secret when that secret is set, and refused without that secret while
 //! sign-in is on, so no tenant is reachable around its owner's token), and the admin endpoint behind a bearer
@@ -42,7 +46,7 @@ use platform::secret_text;
 
 /// The Durable Object namespace binding of the tenants' hubs.
 pub(crate) const HUB_BINDING: &str = "HUB";
-const NOT_FOUND: &str = "not found: the hub serves /mcp (OAuth) and /t/<tenant>/mcp";
+const NOT_FOUND: &str = "not found: the hub serves /mcp (OAuth) and /t/<tenant>/mcp, and a profile at /mcp/<profile> and /t/<tenant>/mcp/<profile>";
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
@@ -57,7 +61,7 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     };
     let settings = &config.settings;
     match path.as_str() {
-        "/mcp" => mcp(request, &env, &config).await,
+        p if p == "/mcp" || p.starts_with("/mcp/") => mcp(request, &env, &config, &p[1..]).await,
         "/hub/push" | "/hub/status" => hub_api(request, &env, &config, &path).await,
         "/inbox" | "/inbox/decide" => inbox::entry(request, &env, &config, &path).await,
         "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {
@@ -127,8 +131,9 @@ fn signed_in(
     Ok(Ok(claims))
 }
 
-/// `/mcp`: the access token's tenant, or the challenge that says where to sign in.
-async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<Response> {
+/// `/mcp` (or a profile's `/mcp/<profile>`, `rest` without its `/`): the access token's
+/// tenant, or the challenge that says where to sign in.
+async fn mcp(mut request: Request, env: &Env, config: &AccessConfig, rest: &str) -> Result<Response> {
     let claims = match signed_in(&request, config, SCOPE_MCP)? {
         Ok(claims) => claims,
         Err(refused) => return Ok(refused),
@@ -139,7 +144,13 @@ async fn mcp(mut request: Request, env: &Env, config: &AccessConfig) -> Result<R
             headers.set(name, &value)?;
         }
     }
-    forward(&mut request, env, &claims.tenant, "mcp", headers).await
+    // Only a profile's name goes on into the object's path.
+    if let Some(profile) = rest.strip_prefix("mcp/")
+        && capabilities_core::profile::check_name(profile).is_err()
+    {
+        return Response::error(format!("there is no profile `{profile}` on this hub"), 404);
+    }
+    forward(&mut request, env, &claims.tenant, rest, headers).await
 }
 
 /// `/hub/push` and `/hub/status`, for `hub push` and `hub status`: a token with the
@@ -200,7 +211,7 @@ async fn operator(request: Request, env: Env, path: &str) -> Result<Response> {
     let token = match rest {
         // With sign-in on, people reach their tenant through /mcp only: the operator's path to
         // any tenant is open only behind the operator's own token.
-        "mcp" => match secret_text(&env, "HUB_ACCESS_TOKEN") {
+        r if r == "mcp" || r.starts_with("mcp/") => match secret_text(&env, "HUB_ACCESS_TOKEN") {
             None if access_config(&env).is_some() => {
                 return Response::error(
                     "the operator's /t/<tenant>/mcp needs the HUB_ACCESS_TOKEN secret while sign-in is on: \

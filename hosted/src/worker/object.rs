@@ -9,10 +9,17 @@
 //! through the one `recorder`.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use capabilities_core::catalog::Catalog;
 use capabilities_core::limits::Limits;
+use capabilities_core::policy::PolicyState;
+use capabilities_core::profile::{DEFAULT, Profile};
 use capabilities_core::surface::Surface;
+use capabilities_core::surface::direct::DirectTools;
+use capabilities_core::wording::HostWords;
+use serde_json::Value;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
 use super::access::access_config;
@@ -30,11 +37,62 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 /// What a tenant serves, read from storage.
 pub(super) struct Loaded {
     pub(super) sources: Rc<Vec<Source>>,
-    pub(super) surface: Surface,
+    /// Every source's tools, before a profile filters them.
+    catalog: Catalog,
+    policy: PolicyState,
+    limits: Limits,
+    words: HostWords,
+    /// The profiles loaded or pushed, besides the built-in `default`.
+    profiles: Vec<Profile>,
+    /// Each profile's surface, built on its first request.
+    served: RefCell<BTreeMap<String, Rc<Served>>>,
     /// MCP sessions open with the sources, reused across runs.
     pub(super) sessions: Rc<Sessions>,
     /// The OAuth connections being refreshed, one refresh each at a time.
     pub(super) refreshing: Rc<Refreshing>,
+}
+
+/// One profile as its endpoint serves it: its surface (catalog filtered, policy tightened) and,
+/// in direct mode, its tools under their listed names with their definitions, built once so
+/// every connection lists the same.
+pub(super) struct Served {
+    pub(super) profile: Profile,
+    pub(super) surface: Surface,
+    pub(super) direct: Option<(DirectTools, Vec<Value>)>,
+}
+
+impl Loaded {
+    /// Profile `name` as it is served; `Ok(None)` when the tenant has no such profile.
+    pub(super) fn served(&self, name: &str) -> std::result::Result<Option<Rc<Served>>, String> {
+        if let Some(served) = self.served.borrow().get(name) {
+            return Ok(Some(Rc::clone(served)));
+        }
+        let profile = match name {
+            DEFAULT => Profile::everything(),
+            _ => match self.profiles.iter().find(|p| p.name == name) {
+                Some(profile) => profile.clone(),
+                None => return Ok(None),
+            },
+        };
+        let (surface, invalid) = profile
+            .surface(&self.catalog, self.policy.clone(), self.limits, self.words.clone())
+            .map_err(|err| format!("profile `{name}` cannot be served ({err}); load or push it again"))?;
+        if let Some(err) = invalid {
+            worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
+        }
+        let direct = profile.direct(&surface).map(|tools| {
+            let definitions = tools.definitions(&surface.catalog);
+            (tools, definitions)
+        });
+        let served = Rc::new(Served { profile, surface, direct });
+        self.served.borrow_mut().insert(name.to_owned(), Rc::clone(&served));
+        Ok(Some(served))
+    }
+
+    /// The names of the profiles served, `default` first.
+    pub(super) fn names(&self) -> Vec<&str> {
+        std::iter::once(DEFAULT).chain(self.profiles.iter().map(|p| p.name.as_str())).collect()
+    }
 }
 
 #[durable_object]
@@ -60,7 +118,8 @@ impl DurableObject for Hub {
             return Response::error(format!("the body is over {MAX_BODY} bytes"), 413);
         }
         match (request.method(), rest) {
-            (worker::Method::Post, "mcp") => self.mcp(&tenant, &body).await,
+            (worker::Method::Post, "mcp") => self.mcp(&tenant, DEFAULT, &body).await,
+            (worker::Method::Post, p) if p.starts_with("mcp/") => self.mcp(&tenant, &p[4..], &body).await,
             (worker::Method::Post, "admin/load") => self.load(&tenant, &body),
             (worker::Method::Get, "admin/runs") => self.runs(),
             (worker::Method::Get, "admin/pending") => self.pending(),
@@ -71,7 +130,9 @@ impl DurableObject for Hub {
                 self.inbox(&account(&request).1, &super::inbox::csrf_of(&request))
             }
             (worker::Method::Post, "inbox/decide") => self.inbox_decide(&body).await,
-            (_, "mcp") => Response::error("this endpoint is stateless: POST JSON-RPC messages", 405),
+            (_, p) if p == "mcp" || p.starts_with("mcp/") => {
+                Response::error("this endpoint is stateless: POST JSON-RPC messages", 405)
+            }
             _ => Response::error("not found", 404),
         }
     }
@@ -108,22 +169,19 @@ impl Hub {
         let (sources, policy, problems) =
             store.config().map_err(|e| worker::Error::RustError(e.to_string()))?;
         let timeout = store.upstream_timeout_ms().map_err(|e| worker::Error::RustError(e.to_string()))?;
-        for problem in problems {
+        let (profiles, more) = store.profiles().map_err(|e| worker::Error::RustError(e.to_string()))?;
+        for problem in problems.into_iter().chain(more) {
             worker::console_warn!("{problem}");
         }
         let issuer = access_config(&self.env).and_then(|c| c.ok()).map(|c| c.settings.issuer);
-        let (surface, invalid) = Surface::from_config(
-            catalog(&sources),
-            policy,
-            tenant_limits(timeout),
-            crate::words(tenant, issuer.as_deref()),
-        );
-        if let Some(err) = invalid {
-            worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
-        }
         let loaded = Rc::new(Loaded {
+            catalog: catalog(&sources),
             sources: Rc::new(sources),
-            surface,
+            policy,
+            limits: tenant_limits(timeout),
+            words: crate::words(tenant, issuer.as_deref()),
+            profiles,
+            served: RefCell::default(),
             sessions: Rc::default(),
             refreshing: Rc::default(),
         });
@@ -131,8 +189,24 @@ impl Hub {
         Ok(loaded)
     }
 
-    async fn mcp(&self, tenant: &str, body: &[u8]) -> Result<Response> {
-        let hub = TenantHub::new(tenant, self.loaded(tenant)?, self.store()?, &self.env);
+    /// MCP for profile `profile` of the tenant (`mcp` is `default`, `mcp/<profile>` any other).
+    async fn mcp(&self, tenant: &str, profile: &str, body: &[u8]) -> Result<Response> {
+        let loaded = self.loaded(tenant)?;
+        let served = match loaded.served(profile) {
+            Ok(Some(served)) => served,
+            Ok(None) => {
+                return Response::error(
+                    format!(
+                        "there is no profile `{profile}` on this hub; its profiles are {} (a local hub's \
+                         `capabilities hub push` sends its profiles)",
+                        loaded.names().join(", ")
+                    ),
+                    404,
+                );
+            }
+            Err(why) => return Response::error(why, 500),
+        };
+        let hub = TenantHub::new(tenant, loaded, served, self.store()?, &self.env);
         let answer = rpc::handle(body, &hub, &Limits::DEFAULT).await;
         if hub.policy_changed() {
             self.forget_loaded();

@@ -73,6 +73,7 @@ impl Hub {
             "changed": plan.changed.iter().map(|c| c.namespace.as_str()).collect::<Vec<_>>(),
             "removed": plan.removed,
             "leftOut": plan.left_out.iter().map(|l| l.namespace.as_str()).collect::<Vec<_>>(),
+            "profiles": plan.profiles,
         });
         store.apply_push(&push, &kept, &key, tenant, &mut Hub::seal_nonce, &record).map_err(internal)?;
         store.sync("push").await.map_err(internal)?;

@@ -13,11 +13,13 @@ use capabilities_core::record::{CallOutcome, JournalEntry, RunRecord};
 use serde::Deserialize;
 use worker::{SqlStorageValue, Storage};
 
+use capabilities_core::profile::Profile;
+
 use crate::push::{Current, Push};
 use crate::records::{Load, SecretValues, Source};
 use crate::seal::SealKey;
 
-const SCHEMA: [&str; 9] = [
+const SCHEMA: [&str; 10] = [
     "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
@@ -28,6 +30,8 @@ const SCHEMA: [&str; 9] = [
      sealed TEXT NOT NULL, PRIMARY KEY (namespace, connection, slot))",
     "CREATE TABLE IF NOT EXISTS nonces (run_id TEXT NOT NULL, nonce TEXT NOT NULL, PRIMARY KEY (run_id, nonce))",
     "CREATE TABLE IF NOT EXISTS pushes (id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL)",
+    // Named profiles besides the built-in `default` (core's `profile::Profile` as JSON).
+    "CREATE TABLE IF NOT EXISTS profiles (name TEXT PRIMARY KEY, record TEXT NOT NULL)",
     // The text behind handles, in parts (`blobs.rs`).
     "CREATE TABLE IF NOT EXISTS blobs (run_id TEXT NOT NULL, handle TEXT NOT NULL, part INTEGER NOT NULL, \
      start INTEGER NOT NULL, len INTEGER NOT NULL, total INTEGER NOT NULL, created_ms INTEGER NOT NULL, \
@@ -146,6 +150,34 @@ impl SqlStore {
         Ok((sources, policy, problems))
     }
 
+    /// The profiles besides `default`, by name; records that do not parse are named in the
+    /// second list (and not served).
+    pub(crate) fn profiles(&self) -> Result<(Vec<Profile>, Vec<String>), StoreError> {
+        let mut problems = Vec::new();
+        let mut profiles = Vec::new();
+        for row in self.rows::<Record>("profiles", "SELECT record FROM profiles ORDER BY name", vec![])? {
+            match serde_json::from_str::<Profile>(&row.record) {
+                Ok(profile) => profiles.push(profile),
+                Err(err) => problems.push(format!("a profile record is corrupt ({err}); push the hub again")),
+            }
+        }
+        Ok((profiles, problems))
+    }
+
+    /// Writes `profiles` in place of the stored ones.
+    fn put_profiles_now(&self, profiles: &[Profile]) -> Result<(), StoreError> {
+        self.exec("profiles", "DELETE FROM profiles", vec![])?;
+        for profile in profiles {
+            let record = serde_json::to_string(profile).map_err(|e| io("profiles", e))?;
+            self.exec(
+                "profiles",
+                "INSERT INTO profiles (name, record) VALUES (?, ?)",
+                vec![text(&profile.name), text(&record)],
+            )?;
+        }
+        Ok(())
+    }
+
     /// The tenant's lowered upstream timeout, if its load set one.
     pub(crate) fn upstream_timeout_ms(&self) -> Result<Option<u64>, StoreError> {
         let row = self.rows::<Record>("settings", "SELECT record FROM settings WHERE id = 1", vec![])?.pop();
@@ -172,7 +204,7 @@ impl SqlStore {
         let settings = serde_json::json!({ "upstreamTimeoutMs": load.upstream_timeout_ms }).to_string();
         self.exec("load", "INSERT INTO settings (id, record) VALUES (1, ?)", vec![text(&settings)])?;
         self.put_sealed_now(&load.secrets, key, tenant, nonce)?;
-        Ok(())
+        self.put_profiles_now(&load.profiles)
     }
 
     /// What a push is planned against: the sources, the policy and which slots hold values.
@@ -184,7 +216,8 @@ impl SqlStore {
             .into_iter()
             .map(|s| (s.namespace, s.connection, s.slot))
             .collect();
-        Ok(Current { sources, policy, filled })
+        let (profiles, _) = self.profiles()?;
+        Ok(Current { sources, policy, filled, profiles })
     }
 
     /// Applies a checked push: sources and policy replaced, the stored values in `kept` kept,
@@ -210,6 +243,7 @@ impl SqlStore {
         self.exec("push", "DELETE FROM sources", vec![])?;
         self.put_sources_now(&push.sources)?;
         self.put_policy_now(&push.policy)?;
+        self.put_profiles_now(&push.profiles)?;
         self.put_sealed_now(&push.secrets, key, tenant, nonce)?;
         self.exec("push", "INSERT INTO pushes (record) VALUES (?)", vec![text(&record.to_string())])?;
         self.exec(

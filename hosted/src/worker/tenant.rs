@@ -1,6 +1,7 @@
 //! One MCP request's view of a tenant (`TenantHub`, the `rpc::Tenant` the JSON-RPC handling
-//! calls): the cached surface answers `search` and `describe`, the core's engine runs
-//! `execute` on this object's ports, and the approval key signs the forms handed to clients
+//! calls) as one profile serves it: the profile's cached surface answers `search` and
+//! `describe`, the core's engine runs `execute` (or a direct-mode call) on this object's ports
+//! with runs and handles bound to the profile, and the approval key signs the forms handed to clients
 //! that can show them (their answers record through the one `recorder`).
 
 use std::cell::Cell;
@@ -14,12 +15,13 @@ use capabilities_core::record::RunError;
 use capabilities_core::run::Engine;
 use capabilities_core::sandbox::quickjs::{ComputeMeter, QuickJs};
 use capabilities_core::surface::approval;
+use capabilities_core::surface::direct;
 use capabilities_core::surface::envelope::Envelope;
 use capabilities_core::surface::tools::{self, ExecuteRequest};
 use serde_json::{Map, Value};
 use worker::Env;
 
-use super::object::Loaded;
+use super::object::{Loaded, Served};
 use super::platform::{WorkerClock, WorkerEntropy, now_micros, secret_text};
 use super::recorder;
 use super::store::SqlStore;
@@ -40,6 +42,8 @@ const APPROVAL_KEY_LABEL: &str = "capabilities-hosted/approval-state/v1";
 pub(super) struct TenantHub {
     tenant: String,
     loaded: Rc<Loaded>,
+    /// The profile this request's endpoint serves.
+    served: Rc<Served>,
     store: SqlStore,
     key: Option<SealKey>,
     approval_key: Option<ApprovalKey>,
@@ -49,15 +53,35 @@ pub(super) struct TenantHub {
 
 impl TenantHub {
     /// The tenant's hub for one request, its keys derived from the Worker's secrets in `env`.
-    pub(super) fn new(tenant: &str, loaded: Rc<Loaded>, store: SqlStore, env: &Env) -> TenantHub {
+    pub(super) fn new(
+        tenant: &str,
+        loaded: Rc<Loaded>,
+        served: Rc<Served>,
+        store: SqlStore,
+        env: &Env,
+    ) -> TenantHub {
         let key = secret_text(env, "HUB_SECRETS_KEY").and_then(|s| SealKey::derive(&s).ok());
         TenantHub {
             tenant: tenant.to_owned(),
             loaded,
+            served,
             store,
             key,
             approval_key: approval_key(env),
             policy_changed: Cell::new(false),
+        }
+    }
+
+    fn profile(&self) -> &str {
+        &self.served.profile.name
+    }
+
+    /// The limits this profile's runs run under (a direct call's leave room for its arguments
+    /// and its result).
+    fn limits(&self) -> capabilities_core::limits::Limits {
+        match self.served.direct {
+            Some(_) => direct::limits(self.served.surface.limits),
+            None => self.served.surface.limits,
         }
     }
 
@@ -80,6 +104,8 @@ impl TenantHub {
             // The recorder refuses a run that waits for nothing and a call it does not wait
             // for; the state must also name the call's place in the run.
             let run = self.store.run_now(&retry.run_id).map_err(|e| e.to_string())?;
+            // Another profile's run is unknown here.
+            let run = run.filter(|run| run.profile == self.profile());
             rounds::check_claims(run.as_ref(), claims).map_err(|err| err.to_string())?;
             let decision = [(claims.pending_id.clone(), answered.choice)];
             let recorded = recorder::record_checked(
@@ -107,9 +133,9 @@ impl TenantHub {
 impl rpc::Tenant for TenantHub {
     fn lookup(&self, tool: &str, arguments: &Value) -> std::result::Result<String, String> {
         if tool == tools::SEARCH {
-            self.loaded.surface.search(arguments)
+            self.served.surface.search(arguments)
         } else {
-            self.loaded.surface.describe(arguments)
+            self.served.surface.describe(arguments)
         }
     }
 
@@ -127,7 +153,8 @@ impl rpc::Tenant for TenantHub {
                 key: self.key.clone(),
                 refreshing: Rc::clone(&self.loaded.refreshing),
             };
-            let surface = &self.loaded.surface;
+            let surface = &self.served.surface;
+            let limits = self.limits();
             let engine = Engine {
                 catalog: &surface.catalog,
                 policy: &surface.policy,
@@ -139,9 +166,9 @@ impl rpc::Tenant for TenantHub {
                 blobs: &self.store,
                 clock: &WorkerClock,
                 entropy: &WorkerEntropy,
-                limits: surface.limits,
+                limits,
                 words: &surface.words,
-                profile: capabilities_core::record::DEFAULT_PROFILE,
+                profile: self.profile(),
             };
             let report = match request {
                 ExecuteRequest::Code(code) => engine.execute(&code).await,
@@ -153,13 +180,37 @@ impl rpc::Tenant for TenantHub {
                     );
                 }
             };
-            Envelope::render(report, &surface.limits, &surface.words)
+            Envelope::render(report, &limits, &surface.words)
+        })
+    }
+
+    fn direct(&self) -> Option<&[Value]> {
+        self.served.direct.as_ref().map(|(_, definitions)| definitions.as_slice())
+    }
+
+    fn call_direct<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> LocalBoxFuture<'a, Option<Envelope>> {
+        Box::pin(async move {
+            let address = self.served.direct.as_ref()?.0.address(name)?;
+            let code = direct::call_code(address, arguments);
+            // The same call made again continues its run while that run waits for a person.
+            let body = capabilities_core::code::prepare(&code, self.limits().code_bytes).ok()?.body;
+            let waiting = self.store.waiting_runs().unwrap_or_default();
+            let request =
+                match waiting.into_iter().find(|run| run.profile == self.profile() && run.body == body) {
+                    Some(run) => ExecuteRequest::Resume(run.id.to_string()),
+                    None => ExecuteRequest::Code(code),
+                };
+            Some(rpc::Tenant::execute(self, request).await)
         })
     }
 
     fn read_resource<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, std::result::Result<Value, String>> {
         Box::pin(async move {
-            let profile = capabilities_core::record::DEFAULT_PROFILE;
+            let profile = self.profile();
             match capabilities_core::handles::read_resource(&self.store, &self.store, profile, uri).await {
                 Ok((record, slice)) => Ok(rpc::resource_contents(uri, record.kind, slice.text)),
                 Err(failure) => Err(failure.message),
@@ -173,16 +224,17 @@ impl rpc::Tenant for TenantHub {
                 return Err(format!(
                     "this hub cannot hand out approval forms (set the HUB_APPROVAL_KEY secret); a person \
                      decides with {}",
-                    self.loaded.surface.words.decide(run_id)
+                    self.served.surface.words.decide(run_id)
                 ));
             };
             let now = WorkerClock.now_ms();
             let run = self.store.run_now(run_id).map_err(|e| e.to_string())?;
+            let run = run.filter(|run| run.profile == self.profile());
             let calls = run.map(|run| rounds::undecided(&run, now)).unwrap_or_default();
             if calls.is_empty() {
                 return Ok(None);
             }
-            let later = self.loaded.surface.words.decide(run_id);
+            let later = self.served.surface.words.decide(run_id);
             let mut nonce = || {
                 let mut bytes = [0u8; NONCE_BYTES];
                 WorkerEntropy.fill(&mut bytes);

@@ -8,6 +8,7 @@ mod handles;
 mod hub;
 mod oauth;
 mod openapi;
+mod profiles;
 mod push;
 mod support;
 mod wrangler;

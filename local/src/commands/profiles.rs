@@ -38,11 +38,27 @@ pub struct Shape {
     /// `code` serves search, describe and execute; `direct` lists each tool as its own MCP
     /// tool, for clients and models that do better that way.
     #[arg(long, value_enum)]
-    pub mode: Option<Mode>,
+    pub mode: Option<Modes>,
     /// How direct mode names tools: `prefixed` (`github_search_issues`) or `bare` (the
     /// source's own names, for a profile of one source).
     #[arg(long, value_enum, value_name = "prefixed|bare")]
     pub names: Option<Names>,
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Modes {
+    Code,
+    Direct,
+}
+
+impl From<Modes> for Mode {
+    fn from(mode: Modes) -> Mode {
+        match mode {
+            Modes::Code => Mode::Code,
+            Modes::Direct => Mode::Direct,
+        }
+    }
 }
 
 /// `--names`.
@@ -104,7 +120,7 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
             }
             let profile = Profile {
                 rules: rules(&[], &shape).map_err(usage)?,
-                mode: shape.mode.unwrap_or_default(),
+                mode: shape.mode.map(Mode::from).unwrap_or_default(),
                 naming: shape.names.map(Naming::from).unwrap_or_default(),
                 ..Profile::serving(&name, shape.serves.clone())
             };
@@ -126,7 +142,7 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
                 profile.serves = shape.serves.clone();
             }
             if let Some(mode) = shape.mode {
-                profile.mode = mode;
+                profile.mode = mode.into();
             }
             if let Some(names) = shape.names {
                 profile.naming = names.into();
@@ -160,9 +176,9 @@ pub fn run(settings: &Settings, args: ProfilesArgs) -> Result<ExitCode> {
         ProfilesCommand::Show { name } => {
             let profile = profiles::require(&store, &name).map_err(usage)?;
             let config = HubConfig::load(&store);
-            let catalog = profile.catalog(&config);
+            let catalog = profiles::catalog(&profile, &config);
             let tools: Vec<String> = catalog.tools().map(|(address, _)| address.to_string()).collect();
-            let unmatched = profile.unmatched(&config);
+            let unmatched = profiles::unmatched(&profile, &config);
             if settings.json {
                 let mut value = summary(&profile);
                 value["tools"] = json!(tools);
@@ -250,7 +266,7 @@ fn rules(kept: &[Rule], shape: &Shape) -> Result<Vec<Rule>> {
 fn write(settings: &Settings, store: &Store, profile: &Profile, done: &str) -> Result<ExitCode> {
     profile.check().map_err(|e| UsageError(format!("{e:#}")))?;
     let config = HubConfig::load(store);
-    let unmatched = profile.unmatched(&config);
+    let unmatched = profiles::unmatched(profile, &config);
     if !unmatched.is_empty() {
         let sources: Vec<String> =
             config.sources.iter().map(|(s, _, _)| s.spec.namespace.to_string()).collect();
@@ -262,7 +278,7 @@ fn write(settings: &Settings, store: &Store, profile: &Profile, done: &str) -> R
         )));
     }
     profiles::save(store, profile)?;
-    let tools = profile.catalog(&config).tools().count();
+    let tools = profiles::catalog(profile, &config).tools().count();
     if settings.json {
         let mut value = summary(profile);
         value["tools"] = json!(tools);

@@ -1,5 +1,5 @@
-//! `capabilities hub push`: send this hub's HTTP sources (manifests, connections), its policy
-//! and, only with `--secrets`, credential values the person agrees to one by one, to the hosted
+//! `capabilities hub push`: send this hub's HTTP sources (manifests, connections), its policy,
+//! its named profiles (each served hosted at `/mcp/<profile>`) and, only with `--secrets`, credential values the person agrees to one by one, to the hosted
 //! hub signed in to. The hosted hub answers with a plan and its hash; applying sends the same
 //! push with that hash, so a plan that changed in between is refused, never applied blind.
 //! Sources that cannot run hosted (local commands, plain http to another machine) are left out
@@ -19,6 +19,7 @@ use super::review::ask;
 use crate::config::HubConfig;
 use crate::error::{Exit, UsageError};
 use crate::hosted::{self, Hosted, said};
+use crate::profiles::Profile;
 use crate::secrets::{SecretStore, SlotKey};
 use crate::settings::Settings;
 use crate::store::Store;
@@ -45,10 +46,13 @@ pub fn run(settings: &Settings, args: PushArgs) -> Result<ExitCode> {
         eprintln!("warning: {problem}");
     }
     let mut body = build(&config);
+    body.profiles = profiles(&store);
     eprintln!(
-        "pushing {} source{} to {} ({} left out)",
+        "pushing {} source{} and {} profile{} to {} ({} left out)",
         body.sources.len(),
         if body.sources.len() == 1 { "" } else { "s" },
+        body.profiles.len(),
+        if body.profiles.len() == 1 { "" } else { "s" },
         link.login.hub,
         body.left_out.len()
     );
@@ -112,8 +116,12 @@ fn finish(settings: &Settings, plan: &Plan, hash: &str, applied: bool) -> Result
     if settings.json {
         print_stdout(&format!("{}\n", json!({ "plan": plan, "hash": hash, "applied": applied })))?;
     } else if applied {
+        let profiles = match plan.profiles.is_empty() {
+            true => String::new(),
+            false => format!("; profiles {} (besides default)", plan.profiles.join(", ")),
+        };
         print_stdout(&format!(
-            "pushed: {} added, {} changed, {} removed, {} left out; {} tools hosted\n",
+            "pushed: {} added, {} changed, {} removed, {} left out; {} tools hosted{profiles}\n",
             plan.added.len(),
             plan.changed.len(),
             plan.removed.len(),
@@ -181,6 +189,20 @@ pub fn build(config: &HubConfig) -> Push {
     out.policy.reviewed = reviewed.into_iter().filter(|(a, _)| pushed(a)).collect();
     let changes = std::mem::take(&mut out.policy.changes);
     out.policy.changes = changes.into_iter().filter(|(a, _)| pushed(a)).collect();
+    out
+}
+
+/// This hub's profiles besides the built-in `default`; one that cannot be read is left out
+/// with a warning.
+fn profiles(store: &Store) -> Vec<Profile> {
+    let mut out = Vec::new();
+    for name in crate::profiles::names(store).into_iter().filter(|n| n != crate::profiles::DEFAULT) {
+        match crate::profiles::load(store, &name) {
+            Ok(Some(profile)) => out.push(profile),
+            Ok(None) => {}
+            Err(err) => eprintln!("warning: profile `{name}` is left out: {err:#}"),
+        }
+    }
     out
 }
 
