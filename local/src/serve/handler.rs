@@ -17,14 +17,17 @@ use capabilities_core::surface::envelope::EnvelopeStatus;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::ask::{Prompter, can_ask};
+use super::skills::{self, HubSkills};
 use super::{rounds, tools};
 use crate::config::{ConfigStamp, config_stamp_after};
 use crate::host::Host;
@@ -52,6 +55,8 @@ pub struct HubServer {
     /// Direct calls waiting for a person, by tool name and arguments: the same call made again
     /// continues its run instead of asking anew.
     waiting: Arc<Mutex<HashMap<String, String>>>,
+    /// The hub's skill library, served by the Skills extension.
+    skills: Arc<HubSkills>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -81,6 +86,7 @@ impl HubServer {
             host: Arc::new(Mutex::new(None)),
             pages,
             waiting: Arc::new(Mutex::new(HashMap::new())),
+            skills: Arc::new(HubSkills::new(home.to_owned())),
         }
     }
 
@@ -353,7 +359,12 @@ fn read_handle(host: &Host, uri: &str) -> Result<ReadResourceResult, McpError> {
 
 impl ServerHandler for HubServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_skills_with_directory_read()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("capabilities", env!("CARGO_PKG_VERSION")))
             .with_instructions(if self.direct { direct::INSTRUCTIONS } else { tools::INSTRUCTIONS })
     }
@@ -384,12 +395,51 @@ impl ServerHandler for HubServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri.starts_with(skills::SCHEME) {
+            let catalog = self.skills.catalog()?;
+            return catalog.read_resource(&request.uri).map(Into::into).ok_or_else(|| {
+                McpError::resource_not_found(format!("the hub has no skill file {}", request.uri), None)
+            });
+        }
         let server = self.clone();
         let uri = request.uri;
         match on_own_thread(move || Ok(read_handle(&*server.host()?, &uri))).await {
             Ok(read) => read.map(Into::into),
             Err(err) => Err(McpError::internal_error(format!("{err:#}"), None)),
         }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        // Handles are not listed: a run's answer names its own.
+        Ok(ListResourcesResult::with_all_items(self.skills.catalog()?.resources()))
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        Ok(self.skills.catalog()?.list_skills())
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        self.skills.catalog()?.get_skill(&request.uri)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        self.skills.catalog()?.read_resource_directory(&request.uri)
     }
 
     async fn call_tool(

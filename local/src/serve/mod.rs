@@ -8,6 +8,7 @@ pub mod handler;
 pub mod http;
 pub mod lines;
 pub mod rounds;
+pub mod skills;
 pub mod token;
 pub mod tools;
 

@@ -18,5 +18,6 @@ mod secrets;
 mod serve;
 mod serve_http;
 mod skills;
+mod skills_mcp;
 mod support;
 mod upstream;
