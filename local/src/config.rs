@@ -169,8 +169,9 @@ pub fn write_json<T: Serialize>(store: &Store, relative: &str, value: &T) -> Res
     write_atomic(&store.root().join(relative), &bytes)
 }
 
-/// The directories whose records make up the configuration.
-const CONFIG_DIRS: [&str; 5] = ["sources", "manifests", "connections", "policies", "profiles"];
+/// The directories whose records make up the configuration (`skills`: a skill installed,
+/// replaced or removed renames a folder there, which `search` and `describe` must see).
+const CONFIG_DIRS: [&str; 6] = ["sources", "manifests", "connections", "policies", "profiles", "skills"];
 
 /// A directory's listing is reused only once its modification time is this old: a name added
 /// later moves the time on to a later value, however coarse the filesystem's clock.

@@ -106,7 +106,8 @@ impl Host {
             config.sources.iter().map(|(s, _, _)| s.spec.clone()),
         );
         let limits = Limits::DEFAULT;
-        let (surface, invalid) = profile.surface(&full, config.policy.clone(), limits, words())?;
+        let (mut surface, invalid) = profile.surface(&full, config.policy.clone(), limits, words())?;
+        surface.skills = skill_docs(&store);
         if let Some(err) = invalid {
             warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
         }
@@ -258,6 +259,31 @@ impl Host {
         });
         Ok(Envelope::render(report, &limits, &self.surface.words))
     }
+}
+
+/// The hub's skills as `search` and `describe` show them: each one in the lock whose folder
+/// still holds its `SKILL.md` (a changed skill shows as it is now; `hub skills list` says so).
+fn skill_docs(store: &Store) -> Vec<capabilities_core::surface::skills::SkillDoc> {
+    let library = crate::skills::Library::new(store);
+    let Ok(lock) = library.lock() else { return Vec::new() };
+    lock.skills
+        .into_iter()
+        .filter_map(|(name, locked)| {
+            let dir = library.dir().join(&name);
+            let skill_md = std::fs::read_to_string(dir.join("SKILL.md")).ok()?;
+            let files = locked
+                .files
+                .keys()
+                .map(|path| (path.clone(), std::fs::metadata(dir.join(path)).map_or(0, |m| m.len())))
+                .collect();
+            Some(capabilities_core::surface::skills::SkillDoc {
+                name,
+                description: locked.description,
+                skill_md,
+                files,
+            })
+        })
+        .collect()
 }
 
 /// A direct-mode profile's tools: their names, and their MCP definitions built once.

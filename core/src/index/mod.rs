@@ -29,7 +29,7 @@ mod intern;
 mod rank;
 #[cfg(test)]
 mod tests;
-mod text;
+pub(crate) mod text;
 mod vocabulary;
 
 use std::collections::HashMap;

@@ -6,6 +6,7 @@ pub mod describe;
 pub mod direct;
 pub mod envelope;
 pub mod search;
+pub mod skills;
 pub mod tools;
 
 use serde_json::Value;
@@ -28,12 +29,14 @@ pub struct Surface {
     pub limits: Limits,
     /// How this hub names where a person acts.
     pub words: HostWords,
+    /// The hub's skills, found by `search` and read with `describe("skill:<name>")`.
+    pub skills: Vec<skills::SkillDoc>,
 }
 
 impl Surface {
     pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits, words: HostWords) -> Surface {
         let index = Index::build(&catalog);
-        Surface { catalog, index, policy, limits, words }
+        Surface { catalog, index, policy, limits, words, skills: Vec::new() }
     }
 
     /// The surface of a hub's configuration. A stored policy that does not compile gives way to
@@ -63,7 +66,15 @@ impl Surface {
     pub fn search(&self, arguments: &Value) -> Result<String, String> {
         let args =
             search::SearchArgs::parse(arguments, &self.catalog, &self.limits).map_err(|e| e.to_string())?;
-        Ok(search::render(&self.catalog, &self.index, &args, &|a| self.effect(a), &self.words))
+        let mut text = search::render(&self.catalog, &self.index, &args, &|a| self.effect(a), &self.words);
+        // Skills go after the tools: a namespace's search is about its tools.
+        if args.namespace.is_none() {
+            for line in skills::search_lines(&skills::matching(&self.skills, &args.query)) {
+                text.push('\n');
+                text.push_str(&line);
+            }
+        }
+        Ok(text)
     }
 
     /// The `describe` tool: `{ "targets": [...] }`.
@@ -80,13 +91,27 @@ impl Surface {
                     .to_owned());
             }
         };
-        describe::describe(
-            &self.catalog,
-            &targets,
-            &|a| self.effect(a) != Effect::Deny,
-            self.limits.describe_tokens,
-        )
-        .map_err(|e| e.to_string())
+        // `skill:<name>` targets are read apart: a skill is not in the catalog.
+        let (named, targets): (Vec<String>, Vec<String>) =
+            targets.into_iter().partition(|t| t.starts_with(skills::PREFIX));
+        let mut parts = Vec::new();
+        for target in &named {
+            if let Some(skill) = skills::target(&self.skills, target) {
+                parts.push(skills::describe(skill?, self.limits.describe_tokens));
+            }
+        }
+        if !targets.is_empty() || parts.is_empty() {
+            parts.push(
+                describe::describe(
+                    &self.catalog,
+                    &targets,
+                    &|a| self.effect(a) != Effect::Deny,
+                    self.limits.describe_tokens,
+                )
+                .map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(parts.join("\n\n"))
     }
 }
 

@@ -1,5 +1,6 @@
 //! `capabilities hub connect`: point the harnesses at the hub by writing one `capabilities`
 //! entry into each writable harness config, after a backup; exact instructions for the others.
+//! The hub's skills go into each harness's skill folder in the same backup set.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
@@ -15,6 +16,8 @@ use crate::harness::backup::{BackupSet, ChangedMeanwhile};
 use crate::harness::edit::{self, HubEntry};
 use crate::harness::{self, Descriptor, read};
 use crate::settings::Settings;
+use crate::skills::Library;
+use crate::skills::place::{self, Goal};
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -44,9 +47,16 @@ pub struct ConnectArgs {
 pub struct Step {
     pub harness: &'static str,
     pub path: std::path::PathBuf,
-    /// `connected`, `unchanged`, `manual`, `failed`.
+    /// `connected`, `unchanged`, `manual`, `failed`; for skills also `skills` (placed, updated
+    /// or removed some), `conflict` (a person's own skill of that name, left alone), `skipped`.
     pub action: &'static str,
     pub detail: String,
+}
+
+impl From<place::Step> for Step {
+    fn from(step: place::Step) -> Step {
+        Step { harness: step.harness, path: step.path, action: step.action, detail: step.detail }
+    }
 }
 
 pub fn run(settings: &Settings, args: ConnectArgs) -> Result<ExitCode> {
@@ -113,7 +123,7 @@ pub fn connect(
     };
     let mut set = BackupSet::begin(store, if replace { "connect --replace" } else { "connect" })?;
     let mut steps = Vec::new();
-    for harness in targets {
+    for &harness in &targets {
         let path = harness.config_path(&home);
         let step = |action, detail: String| Step { harness: harness.id, path: path.clone(), action, detail };
         if !harness.writable() {
@@ -132,6 +142,8 @@ pub fn connect(
             Err(err) => steps.push(step("failed", format!("{err:#}"))),
         }
     }
+    let placed = place::place(&Library::new(store), &mut set, &targets, &home, Goal::Sync)?;
+    steps.extend(placed.into_iter().map(Step::from));
     let backup = (!set.is_empty()).then(|| set.dir().to_owned());
     set.finish()?;
     report(settings, &steps, backup.as_deref(), "connect")?;

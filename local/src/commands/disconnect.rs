@@ -1,5 +1,5 @@
-//! `capabilities hub disconnect`: remove the hub's `capabilities` entry from the harnesses,
-//! after a backup.
+//! `capabilities hub disconnect`: remove the hub's `capabilities` entry from the harnesses, and
+//! the skills the hub placed in their skill folders, after a backup.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -12,6 +12,8 @@ use crate::error::Exit;
 use crate::harness::backup::{BackupSet, ChangedMeanwhile};
 use crate::harness::{self, Descriptor, edit};
 use crate::settings::Settings;
+use crate::skills::Library;
+use crate::skills::place::{self, Goal};
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -42,7 +44,7 @@ pub fn run(settings: &Settings, args: DisconnectArgs) -> Result<ExitCode> {
     let targets = harness::select(&args.client)?;
     let mut set = BackupSet::begin(&store, "disconnect")?;
     let mut steps = Vec::new();
-    for harness in targets.into_iter().filter(|h| h.writable()) {
+    for &harness in targets.iter().filter(|h| h.writable()) {
         let path = harness.config_path(&home);
         if !path.exists() {
             continue;
@@ -56,6 +58,8 @@ pub fn run(settings: &Settings, args: DisconnectArgs) -> Result<ExitCode> {
             Err(err) => steps.push(step("failed", format!("{err:#}"))),
         }
     }
+    let removed = place::place(&Library::new(&store), &mut set, &targets, &home, Goal::RemoveAll)?;
+    steps.extend(removed.into_iter().map(Step::from));
     let backup = (!set.is_empty()).then(|| set.dir().to_owned());
     set.finish()?;
     if steps.is_empty() && !settings.json {

@@ -40,6 +40,9 @@ pub fn run(settings: &Settings, args: RollbackArgs) -> Result<ExitCode> {
                 Restored::Merged { harness, path } => {
                     json!({"harness": harness, "path": path, "action": "merged"})
                 }
+                Restored::Kept { harness, path, reason } => {
+                    json!({"harness": harness, "path": path, "action": "kept", "reason": reason})
+                }
                 Restored::Refused { harness, path, reason } => {
                     json!({"harness": harness, "path": path, "action": "refused", "reason": reason})
                 }
@@ -66,6 +69,10 @@ pub fn run(settings: &Settings, args: RollbackArgs) -> Result<ExitCode> {
                     .push_str(&format!("  removed {harness}: {} (the hub had created it)\n", path.display())),
                 Restored::Merged { harness, path } => out.push_str(&format!(
                     "  restored the MCP servers of {harness}: {} (kept the edits made since)\n",
+                    path.display()
+                )),
+                Restored::Kept { harness, path, reason } => out.push_str(&format!(
+                    "  kept {harness}: {}: {reason}; the files the hub placed and nobody changed were removed\n",
                     path.display()
                 )),
                 Restored::Refused { harness, path, reason } => {

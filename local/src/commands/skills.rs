@@ -1,5 +1,6 @@
-//! `capabilities hub skills add|list|show|remove`: the hub's skill library, each skill a folder
-//! with a `SKILL.md`, kept under `skills/` in the store and recorded in `skills.lock.json`.
+//! `capabilities hub skills add|list|show|remove|sync`: the hub's skill library, each skill a
+//! folder with a `SKILL.md`, kept under `skills/` in the store and recorded in
+//! `skills.lock.json`; `sync` places it in the connected harnesses' skill folders.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,9 +10,12 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use super::connect::Step;
 use super::print_stdout;
 use crate::error::Exit;
+use crate::harness::{self, backup::BackupSet};
 use crate::settings::Settings;
+use crate::skills::place::{self, Goal};
 use crate::skills::{self, Installed, Library, Scanned, Status};
 use crate::store::Store;
 
@@ -36,8 +40,18 @@ pub enum SkillsCommand {
     List,
     /// Show one skill: its description, digest, files and SKILL.md.
     Show { name: String },
-    /// Remove a skill from the hub.
+    /// Remove a skill from the hub (`sync` then removes it from the harnesses' folders).
     Remove { name: String },
+    /// Place the hub's skills in each connected harness's own skill folder, as `hub connect`
+    /// does: update those the hub placed before, remove those no longer in the hub, and leave a
+    /// skill of yours with the same name alone (reported as a conflict). `capabilities rollback`
+    /// undoes it.
+    Sync {
+        /// Only these harnesses (repeatable, or comma-separated); the connected ones, and those
+        /// holding skills the hub placed, when left out.
+        #[arg(long = "client", value_name = "HARNESS", value_delimiter = ',')]
+        client: Vec<String>,
+    },
 }
 
 pub fn run(settings: &Settings, args: SkillsArgs) -> Result<ExitCode> {
@@ -47,6 +61,7 @@ pub fn run(settings: &Settings, args: SkillsArgs) -> Result<ExitCode> {
         SkillsCommand::Add { from, replace } => add(settings, &store, &library, &from, replace),
         SkillsCommand::List => list(settings, &library),
         SkillsCommand::Show { name } => show(settings, &library, &name),
+        SkillsCommand::Sync { client } => sync(settings, &store, &library, &client),
         SkillsCommand::Remove { name } => {
             library.remove(&name)?;
             if settings.json {
@@ -57,6 +72,34 @@ pub fn run(settings: &Settings, args: SkillsArgs) -> Result<ExitCode> {
             Ok(Exit::Ok.into())
         }
     }
+}
+
+/// `skills sync`: the named harnesses, or those connected or holding skills the hub placed.
+fn sync(settings: &Settings, store: &Store, library: &Library, client: &[String]) -> Result<ExitCode> {
+    let home = harness::home_dir()?;
+    let mut set = BackupSet::begin(store, "skills sync")?;
+    let targets = if client.is_empty() {
+        let placements = set.placements()?;
+        harness::HARNESSES
+            .iter()
+            .filter(|h| !h.skills.is_empty())
+            .filter(|h| {
+                let connected = matches!(
+                    harness::read::load(h, &home),
+                    Ok(Some((_, doc))) if harness::edit::find_entry(h, &doc).is_some()
+                );
+                connected || placements.values().any(|p| p.harness == h.id)
+            })
+            .collect()
+    } else {
+        harness::select(client)?
+    };
+    let steps: Vec<Step> =
+        place::place(library, &mut set, &targets, &home, Goal::Sync)?.into_iter().map(Step::from).collect();
+    let backup = (!set.is_empty()).then(|| set.dir().to_owned());
+    set.finish()?;
+    super::connect::report(settings, &steps, backup.as_deref(), "sync skills into")?;
+    Ok(if steps.iter().any(|s| s.action == "failed") { Exit::Failure } else { Exit::Ok }.into())
 }
 
 /// The folder `from` names: itself, or the folder of a `SKILL.md`.

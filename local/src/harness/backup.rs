@@ -5,6 +5,12 @@
 //! wrote. Rollback restores the newest set not rolled back yet, byte for byte, and refuses a
 //! file that changed since the hub wrote it.
 //!
+//! Skill folders the hub places in harnesses' skill folders are in the same sets
+//! ([`super::skill_files::SkillEntry`]): each file placed with its sha256 and the folders the hub
+//! created, what was there before copied under `skills/<n>/`. Which skill folders the hub placed
+//! is read back from the sets themselves ([`BackupSet::placements`]), so a rollback needs no
+//! other record kept in step.
+//!
 //! Concurrency: a set holds the hub's `harness-files` lock from `begin` until it is dropped, and
 //! `rollback` takes the same lock, so two hub processes (two `connect` at once, or `connect` and
 //! `rollback`) edit harness files one after the other, each reading what the other wrote, and the
@@ -12,6 +18,7 @@
 //! lock: [`BackupSet::replace`] writes only if the file still holds the bytes the edit started
 //! from, and tells the caller to start again from the new bytes otherwise.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -20,6 +27,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::skill_files::{self, Found, New, SkillEntry, Tree};
 use crate::platform::now_ms;
 use crate::store::{RecordLock, Store, write_atomic};
 
@@ -41,8 +49,28 @@ pub struct Manifest {
     pub reason: String,
     pub created_ms: u64,
     pub files: Vec<FileEntry>,
+    /// Skill folders placed, updated or removed in harnesses' skill folders.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<SkillEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rolled_back_ms: Option<u64>,
+}
+
+/// A skill folder the hub placed and has not taken back: the harness and skill, and what it left.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub harness: String,
+    pub skill: String,
+    pub tree: Tree,
+}
+
+/// One change [`BackupSet::change_skills`] makes: at `path`, which holds `expected` now (`None`:
+/// nothing), put `new` (`None`: remove it).
+pub struct SkillChange<'a> {
+    pub skill: String,
+    pub path: PathBuf,
+    pub expected: Option<Tree>,
+    pub new: Option<New<'a>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,6 +120,7 @@ impl BackupSet {
                 reason: reason.to_owned(),
                 created_ms: now_ms(),
                 files: Vec::new(),
+                skills: Vec::new(),
                 rolled_back_ms: None,
             },
         })
@@ -135,7 +164,191 @@ impl BackupSet {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.manifest.files.is_empty()
+        self.manifest.files.is_empty() && self.manifest.skills.is_empty()
+    }
+
+    /// Every skill folder the hub placed and has not taken back, by path: the sets not rolled
+    /// back, oldest first, each placing or removing, this one last.
+    pub fn placements(&self) -> Result<BTreeMap<PathBuf, Placement>> {
+        let root = self.dir.parent().context("a backup set has a parent folder")?;
+        let mut sets: Vec<PathBuf> = fs::read_dir(root)
+            .with_context(|| format!("reading {}", root.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| *p != self.dir)
+            .collect();
+        sets.sort();
+        let mut placed = BTreeMap::new();
+        let mut fold = |manifest: &Manifest| {
+            for entry in &manifest.skills {
+                match &entry.written {
+                    Some(tree) => {
+                        let placement = Placement {
+                            harness: entry.harness.clone(),
+                            skill: entry.skill.clone(),
+                            tree: tree.clone(),
+                        };
+                        placed.insert(entry.path.clone(), placement);
+                    }
+                    None => {
+                        placed.remove(&entry.path);
+                    }
+                }
+            }
+        };
+        for set in sets {
+            let Ok(bytes) = fs::read(set.join("manifest.json")) else { continue };
+            let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+                format!("{} is corrupt; move it aside", set.join("manifest.json").display())
+            })?;
+            if manifest.rolled_back_ms.is_none() {
+                fold(&manifest);
+            }
+        }
+        fold(&self.manifest);
+        Ok(placed)
+    }
+
+    /// Makes `changes` to one harness's skill folders, all or none: each new folder is written
+    /// beside its place first, what is there copied into the set, the manifest saved, and only
+    /// then is each renamed into place. A path that no longer holds what the caller read fails
+    /// the whole batch with [`ChangedMeanwhile`]; a folder the hub cannot write (read-only) fails
+    /// it before anything is placed.
+    pub fn change_skills(&mut self, harness: &str, changes: Vec<SkillChange>) -> Result<()> {
+        struct Prepared {
+            tmp: Option<PathBuf>,
+            aside: Option<PathBuf>,
+        }
+        let mut created: Vec<PathBuf> = Vec::new();
+        let mut prepared: Vec<Prepared> = Vec::new();
+        let mut entries: Vec<SkillEntry> = Vec::new();
+        let cleanup = |prepared: &[Prepared], created: &[PathBuf]| {
+            for p in prepared {
+                if let Some(tmp) = &p.tmp {
+                    skill_files::remove_tree(tmp);
+                }
+            }
+            skill_files::remove_empty_dirs(created);
+        };
+        let result = (|| -> Result<()> {
+            for change in &changes {
+                skill_files::check_writable(change.path.parent().context("a skill's path has a parent")?)?;
+            }
+            for change in &changes {
+                let now = skill_files::read_tree(&change.path)?;
+                let unchanged = match (&now, &change.expected) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => a.same(b),
+                    _ => false,
+                };
+                if !unchanged {
+                    return Err(ChangedMeanwhile { path: change.path.clone() }.into());
+                }
+                let parent = change.path.parent().context("a skill's path has a parent")?;
+                let mut made = Vec::new();
+                if change.new.is_some() {
+                    made = skill_files::missing_dirs(parent);
+                    for dir in &made {
+                        fs::create_dir(dir).with_context(|| {
+                            format!(
+                                "creating {} (nothing was placed there; check its parent is writable)",
+                                dir.display()
+                            )
+                        })?;
+                        created.push(dir.clone());
+                    }
+                }
+                let copy = match &change.expected {
+                    Some(tree @ Tree::Files { .. }) => {
+                        let name = format!("skills/{}", self.manifest.skills.len() + entries.len());
+                        skill_files::copy_tree(&change.path, tree, &self.dir.join(&name))?;
+                        Some(name)
+                    }
+                    _ => None,
+                };
+                let tmp = match &change.new {
+                    Some(new) => {
+                        let tmp = skill_files::beside(&change.path, "new")?;
+                        skill_files::write_new(&tmp, new)?;
+                        Some(tmp)
+                    }
+                    None => None,
+                };
+                let aside = match change.expected {
+                    Some(_) => Some(skill_files::beside(&change.path, "old")?),
+                    None => None,
+                };
+                prepared.push(Prepared { tmp, aside });
+                entries.push(SkillEntry {
+                    harness: harness.to_owned(),
+                    skill: change.skill.clone(),
+                    path: change.path.clone(),
+                    before: change.expected.clone(),
+                    copy,
+                    written: change.new.as_ref().map(New::tree),
+                    created_dirs: made,
+                });
+            }
+            Ok(())
+        })();
+        if let Err(err) = result {
+            cleanup(&prepared, &created);
+            return Err(err);
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let recorded = self.manifest.skills.len();
+        self.manifest.skills.extend(entries);
+        if let Err(err) = self.save() {
+            self.manifest.skills.truncate(recorded);
+            cleanup(&prepared, &created);
+            return Err(err);
+        }
+        // Into place. A rename failing puts back those done before it, so the batch is whole or absent.
+        let mut done = 0;
+        let mut failed = None;
+        for (change, p) in changes.iter().zip(&prepared) {
+            let step = (|| -> std::io::Result<()> {
+                if let Some(aside) = &p.aside {
+                    fs::rename(&change.path, aside)?;
+                }
+                if let Some(tmp) = &p.tmp
+                    && let Err(err) = fs::rename(tmp, &change.path)
+                {
+                    if let Some(aside) = &p.aside {
+                        let _ = fs::rename(aside, &change.path);
+                    }
+                    return Err(err);
+                }
+                Ok(())
+            })();
+            if let Err(err) = step {
+                failed = Some(anyhow::Error::from(err).context(format!("placing {}", change.path.display())));
+                break;
+            }
+            done += 1;
+        }
+        if let Some(err) = failed {
+            for (change, p) in changes.iter().zip(&prepared).take(done).rev() {
+                if let Some(tmp) = &p.tmp {
+                    let _ = fs::rename(&change.path, tmp);
+                }
+                if let Some(aside) = &p.aside {
+                    let _ = fs::rename(aside, &change.path);
+                }
+            }
+            self.manifest.skills.truncate(recorded);
+            let _ = self.save();
+            cleanup(&prepared, &created);
+            return Err(err);
+        }
+        for p in &prepared {
+            if let Some(aside) = &p.aside {
+                skill_files::remove_tree(aside);
+            }
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -144,7 +357,7 @@ impl BackupSet {
 
     /// Removes the set's directory when nothing was written into it.
     pub fn finish(self) -> Result<()> {
-        if self.manifest.files.is_empty() {
+        if self.is_empty() {
             let _ = fs::remove_dir_all(&self.dir);
         }
         Ok(())
@@ -170,6 +383,13 @@ pub enum Restored {
     Merged {
         harness: String,
         path: PathBuf,
+    },
+    /// Left as it is now, under `--keep-edits`: a skill folder changed since the hub placed it
+    /// (the files the hub placed and nobody changed are removed).
+    Kept {
+        harness: String,
+        path: PathBuf,
+        reason: String,
     },
     /// Left alone: changed since the hub wrote it.
     Refused {
@@ -231,6 +451,20 @@ pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manif
                 });
             }
         }
+        let mut skills_found = Vec::new();
+        for entry in &manifest.skills {
+            let found = skill_files::check(entry)?;
+            if let Found::Changed(reason) = &found
+                && !keep_edits
+            {
+                refused.push(Restored::Refused {
+                    harness: entry.harness.clone(),
+                    path: entry.path.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            skills_found.push(found);
+        }
         if !refused.is_empty() {
             return Ok(Some((name, manifest, refused)));
         }
@@ -276,11 +510,69 @@ pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manif
             }
         }
         done.reverse();
+        for (entry, found) in manifest.skills.iter().zip(&skills_found).rev() {
+            if let Some(result) = undo_skill(entry, found, &dir)? {
+                done.push(result);
+            }
+        }
         manifest.rolled_back_ms = Some(now_ms());
         write_atomic(&path, &serde_json::to_vec_pretty(&manifest)?)?;
         return Ok(Some((name, manifest, done)));
     }
     Ok(None)
+}
+
+/// Undoes one skill entry (newest first): takes away what the hub placed, puts back what was
+/// there. `found` is what [`skill_files::check`] said; a changed folder gets here only under
+/// `--keep-edits`, and then keeps its edits.
+fn undo_skill(entry: &SkillEntry, found: &Found, dir: &Path) -> Result<Option<Restored>> {
+    let (harness, path) = (entry.harness.clone(), entry.path.clone());
+    match found {
+        Found::AlreadyGone => {
+            skill_files::remove_empty_dirs(&entry.created_dirs);
+            Ok(None)
+        }
+        Found::Changed(reason) => {
+            if let (Some(written), None) = (&entry.written, &entry.before)
+                && fs::symlink_metadata(&entry.path).is_ok()
+            {
+                skill_files::remove_placed(&entry.path, written)?;
+                skill_files::remove_empty_dirs(&entry.created_dirs);
+            }
+            Ok(Some(Restored::Kept { harness, path, reason: reason.clone() }))
+        }
+        Found::AsWritten => match &entry.before {
+            None => {
+                if let Some(written) = &entry.written {
+                    skill_files::remove_placed(&entry.path, written)?;
+                }
+                skill_files::remove_empty_dirs(&entry.created_dirs);
+                Ok(Some(Restored::Removed { harness, path }))
+            }
+            Some(before) => {
+                let tmp = skill_files::beside(&entry.path, "new")?;
+                let copy = entry.copy.as_ref().map(|c| dir.join(c));
+                skill_files::restore_new(&tmp, before, copy.as_deref())?;
+                let aside = skill_files::beside(&entry.path, "old")?;
+                let present = fs::symlink_metadata(&entry.path).is_ok();
+                if present {
+                    fs::rename(&entry.path, &aside)
+                        .with_context(|| format!("moving {} aside", entry.path.display()))?;
+                }
+                if let Err(err) = fs::rename(&tmp, &entry.path) {
+                    if present {
+                        let _ = fs::rename(&aside, &entry.path);
+                    }
+                    skill_files::remove_tree(&tmp);
+                    return Err(err).with_context(|| format!("restoring {}", entry.path.display()));
+                }
+                if present {
+                    skill_files::remove_tree(&aside);
+                }
+                Ok(Some(Restored::Restored { harness, path }))
+            }
+        },
+    }
 }
 
 pub fn backups_dir(store: &Store) -> PathBuf {

@@ -1,11 +1,13 @@
 //! Harness descriptors: where each agent harness keeps its MCP servers, as data over a closed
 //! vocabulary (config path, file format, the key path holding servers, read/write support,
 //! tier), plus reading their entries ([`read`]), editing their files ([`edit`]) and the backups
-//! that make `capabilities rollback` exact ([`backup`]).
+//! that make `capabilities rollback` exact ([`backup`]), skill folders the hub places included
+//! ([`skill_files`]).
 
 pub mod backup;
 pub mod edit;
 pub mod read;
+pub mod skill_files;
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +80,18 @@ pub enum Park {
     Flag(&'static str, bool),
 }
 
+/// How `connect` places the hub's skills in a harness's skill folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkillsAs {
+    /// A copy of the skill's files (the safe default: nothing depends on the harness following
+    /// links).
+    Copy,
+    /// A symlink to the hub's own copy under `skills/<name>/` in the store, for harnesses whose
+    /// own CLI was seen reading linked skill folders.
+    Link,
+}
+
 /// Where the harness keeps project-scoped servers inside the same file: a map of project paths
 /// under `projects_key`, each holding servers under `servers_key`.
 #[derive(Debug, Clone, Copy)]
@@ -110,8 +124,11 @@ pub struct Descriptor {
     pub detect: Option<&'static str>,
     /// The harness's own command that lists its servers, if it has one.
     pub lists: Option<&'static str>,
-    /// Where the harness keeps skills, relative to `$HOME` (each `<dir>/*/SKILL.md`).
+    /// Where the harness keeps skills, relative to `$HOME` (each `<dir>/*/SKILL.md`). `connect`
+    /// places the hub's skills in the first, and in none when another holds one of that name.
     pub skills: &'static [&'static str],
+    /// How `connect` places skills there.
+    pub skills_as: SkillsAs,
 }
 
 /// The key under which `connect --replace` parks the direct entries it turned off in JSON
@@ -149,6 +166,7 @@ const BASE: Descriptor = Descriptor {
     detect: None,
     lists: None,
     skills: &[],
+    skills_as: SkillsAs::Copy,
 };
 
 /// Every harness the hub knows. Each row cites where its format comes from.
@@ -164,7 +182,9 @@ pub const HARNESSES: &[Descriptor] = &[
         tier: Tier::Verified,
         shape: Shape::Typed("stdio"),
         lists: Some("claude mcp list"),
+        // Its debug log (`claude --debug-file`) counts a linked skill folder as a user skill.
         skills: &[".claude/skills"],
+        skills_as: SkillsAs::Link,
         ..BASE
     },
     // Codex's own CLI (`codex mcp add`, `codex mcp list --json`), pinned in node/package.json;

@@ -5,9 +5,11 @@
 //! A skill is installed whole or not at all: its files are checked and read first
 //! ([`scan::scan`]), written into a temporary folder inside `skills/`, synced, and renamed into
 //! place; the lock file is then written atomically. Every change to the library holds the
-//! store's `skills` lock, so two hub processes never interleave.
+//! store's `skills` lock, so two hub processes never interleave. [`place`] puts the library into
+//! each harness's own skill folder.
 
 pub mod front_matter;
+pub mod place;
 pub mod scan;
 
 use std::collections::BTreeMap;

@@ -305,6 +305,16 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
                 - "default"
               env:
                 CAPABILITIES_HOME: "$HUB"
+        unchanged claude-code: $HOME/.claude/skills
+          1 skill already in place
+        unchanged codex: $HOME/.agents/skills
+          1 skill already in place
+        unchanged cursor: $HOME/.cursor/skills
+          1 skill already in place
+        unchanged antigravity: $HOME/.gemini/antigravity/skills
+          1 skill already in place
+        unchanged hermes: $HOME/.hermes/skills
+          1 skill already in place
     "#]].assert_eq(&without_sets(&again.stdout));
 
     let bin = std::fs::canonicalize(env!("CARGO_BIN_EXE_capabilities")).unwrap();
@@ -339,6 +349,10 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
           restored codex: $HOME/.codex/config.toml
           restored cursor: $HOME/.cursor/mcp.json
           restored claude-desktop: $HOME/.config/Claude/claude_desktop_config.json
+          removed hermes: $HOME/.hermes/skills/release-notes (the hub had created it)
+          removed antigravity: $HOME/.gemini/antigravity/skills/release-notes (the hub had created it)
+          removed cursor: $HOME/.cursor/skills/release-notes (the hub had created it)
+          removed codex: $HOME/.agents/skills/release-notes (the hub had created it)
     "#]]
     .assert_eq(&without_sets(&rolled.stdout));
     assert_eq!(machine.snapshot(), before, "rollback restores every file byte for byte");
@@ -396,6 +410,10 @@ fn replace_turns_imported_entries_off_and_disconnect_removes_ours() {
           wrote the `capabilities` entry; turned off memory, notes
         connected codex: $HOME/.codex/config.toml
           wrote the `capabilities` entry; turned off memory
+        unchanged claude-code: $HOME/.claude/skills
+          1 skill already in place
+        skills codex: $HOME/.agents/skills
+          placed 1 skill: release-notes
         backed up the files it changed under $HUB/backups/<set>; undo with `capabilities rollback`
     "#]]
     .assert_eq(&without_sets(&ran.stdout));
@@ -426,6 +444,8 @@ fn replace_turns_imported_entries_off_and_disconnect_removes_ours() {
           removed the `capabilities` entry
         disconnected codex: $HOME/.codex/config.toml
           removed the `capabilities` entry
+        skills codex: $HOME/.agents/skills
+          removed 1 skill: release-notes
         backed up the files it changed under $HUB/backups/<set>; undo with `capabilities rollback`
     "#]]
     .assert_eq(&without_sets(&ran.stdout));

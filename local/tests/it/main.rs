@@ -18,6 +18,7 @@ mod secrets;
 mod serve;
 mod serve_http;
 mod skills;
+mod skills_install;
 mod skills_mcp;
 mod support;
 mod upstream;

@@ -138,6 +138,39 @@ fn skills_are_listed_got_and_read_over_the_extension() {
 }
 
 #[test]
+fn search_finds_a_skill_and_describe_reads_it() {
+    let hub = Hub { dir: tempfile::tempdir().unwrap() };
+    let work = hub.dir.path().join("work");
+    write_skill(
+        &work.join("release-notes"),
+        "release-notes",
+        "Write release notes from merged pull requests.",
+    );
+    hub.add(&work.join("release-notes"));
+    let call = |name: &str, arguments: Value| json!({ "method": "tools/call", "params": { "name": name, "arguments": arguments } });
+    let out = hub.client(json!([
+        call("search", json!({ "query": "writing release notes" })),
+        call("describe", json!({ "targets": ["skill:release-notes"] })),
+        call("describe", json!({ "targets": ["skill:nope"] })),
+        call("search", json!({ "query": "calendar" })),
+    ]));
+    let text = |i: usize| out["steps"][i]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text(0).contains("skill:release-notes — Write release notes from merged pull requests."),
+        "{}",
+        text(0)
+    );
+    let described = text(1);
+    assert!(
+        described.contains("scripts/run.sh (") && described.contains("Read scripts/run.sh first."),
+        "{described}"
+    );
+    assert_eq!(out["steps"][2]["isError"], true, "{}", out["steps"][2]);
+    assert!(text(2).contains("its skills are release-notes"), "{}", text(2));
+    assert!(!text(3).contains("skill:"), "{}", text(3));
+}
+
+#[test]
 fn a_hub_without_skills_lists_none() {
     let hub = Hub { dir: tempfile::tempdir().unwrap() };
     let out = hub.client(json!([{ "method": "skills/list" }]));

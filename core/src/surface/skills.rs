@@ -1,0 +1,163 @@
+//! Skills in `search` and `describe`. A skill is text for the model — how to do something with
+//! the hub's tools — never permission: showing one grants nothing, and its `allowed-tools`
+//! means nothing to policy.
+//!
+//! `search` adds the skills whose name or description share a word (stemmed, stopwords out)
+//! with the query after the tools, each as `skill:<name>` with its description;
+//! `describe("skill:<name>")` gives the skill's `SKILL.md` and its file list within the describe
+//! budget. The host hands the library over as [`SkillDoc`]s; the surface reads no files.
+
+use std::collections::BTreeSet;
+
+use crate::index::text::{for_each_word, is_stopword, stem};
+
+/// How a describe target names a skill.
+pub const PREFIX: &str = "skill:";
+/// The most skills one search shows.
+const MAX_SHOWN: usize = 5;
+
+/// One skill as the surface shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDoc {
+    pub name: String,
+    pub description: String,
+    /// `SKILL.md` as written, front matter included.
+    pub skill_md: String,
+    /// Every file of the skill (`SKILL.md` too), `/`-separated, with its size in bytes.
+    pub files: Vec<(String, u64)>,
+}
+
+/// The stemmed words of `text`, stopwords left out.
+fn words(text: &str) -> BTreeSet<String> {
+    let mut buf = String::new();
+    let mut word = String::new();
+    let mut out = BTreeSet::new();
+    for_each_word(text, &mut buf, |w| {
+        w.write_into(&mut word);
+        if !is_stopword(&word) {
+            stem(&mut word);
+            out.insert(word.clone());
+        }
+    });
+    out
+}
+
+/// The skills sharing words with `query`, most shared first (then by name); none for an empty
+/// query.
+pub fn matching<'s>(skills: &'s [SkillDoc], query: &str) -> Vec<&'s SkillDoc> {
+    let wanted = words(query);
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(usize, &SkillDoc)> = skills
+        .iter()
+        .map(|s| (words(&format!("{} {}", s.name, s.description)).intersection(&wanted).count(), s))
+        .filter(|(shared, _)| *shared > 0)
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    scored.into_iter().map(|(_, s)| s).take(MAX_SHOWN).collect()
+}
+
+/// The lines `search` adds for `shown`; none when there are none.
+pub fn search_lines(shown: &[&SkillDoc]) -> Vec<String> {
+    if shown.is_empty() {
+        return Vec::new();
+    }
+    let mut lines =
+        vec!["Skills (instructions to read, not tools to call; describe one to read it):".to_owned()];
+    lines.extend(shown.iter().map(|s| format!("  {PREFIX}{} — {}", s.name, one_line(&s.description))));
+    lines
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `describe` of one skill within `budget` tokens: its name, file list and `SKILL.md`, cut at a
+/// line when it does not fit (saying so).
+pub fn describe(skill: &SkillDoc, budget: usize) -> String {
+    let mut head =
+        format!("{PREFIX}{} — a skill: instructions to read, not a tool to call\nfiles:", skill.name);
+    for (path, size) in &skill.files {
+        head.push_str(&format!("\n  {path} ({size} bytes)"));
+    }
+    head.push_str("\n\n");
+    let whole = format!("{head}{}", skill.skill_md);
+    if crate::tokens::count(&whole) <= budget {
+        return whole;
+    }
+    let note = "\n… SKILL.md is cut here to fit the describe budget.";
+    let mut text = head;
+    for line in skill.skill_md.split_inclusive('\n') {
+        let next = format!("{text}{line}");
+        if crate::tokens::count(&next) + crate::tokens::count(note) > budget {
+            break;
+        }
+        text = next;
+    }
+    text.push_str(note);
+    text
+}
+
+/// The skill `target` names (`skill:<name>`), if it names one.
+pub fn target<'s>(skills: &'s [SkillDoc], target: &str) -> Option<Result<&'s SkillDoc, String>> {
+    let name = target.strip_prefix(PREFIX)?;
+    Some(skills.iter().find(|s| s.name == name).ok_or_else(|| {
+        let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+        if known.is_empty() {
+            format!("the hub has no skill `{name}`: it has no skills")
+        } else {
+            format!("the hub has no skill `{name}`; its skills are {}", known.join(", "))
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(name: &str, description: &str) -> SkillDoc {
+        SkillDoc {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            skill_md: format!("---\nname: {name}\ndescription: {description}\n---\nStep one.\nStep two.\n"),
+            files: vec![("SKILL.md".to_owned(), 60)],
+        }
+    }
+
+    #[test]
+    fn skills_are_found_by_the_words_of_their_name_and_description() {
+        let skills = [
+            skill("release-notes", "Write release notes from merged pull requests."),
+            skill("triage", "Label new issues."),
+        ];
+        let names = |q: &str| matching(&skills, q).iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names("writing the release notes"), ["release-notes"]);
+        assert_eq!(names("labelling issues"), ["triage"]);
+        assert!(names("the").is_empty());
+        assert!(names("").is_empty());
+        assert_eq!(
+            search_lines(&matching(&skills, "notes")),
+            [
+                "Skills (instructions to read, not tools to call; describe one to read it):",
+                "  skill:release-notes — Write release notes from merged pull requests."
+            ]
+        );
+    }
+
+    #[test]
+    fn describe_fits_the_budget_and_names_unknown_skills() {
+        let mut skills = [skill("triage", "Label new issues.")];
+        let whole = describe(&skills[0], 1000);
+        assert!(whole.ends_with("Step two.\n") && whole.contains("SKILL.md (60 bytes)"), "{whole}");
+        skills[0].skill_md.push_str(&(1..200).map(|n| format!("Step {n} of many.\n")).collect::<String>());
+        let cut = describe(&skills[0], 100);
+        assert!(cut.ends_with("cut here to fit the describe budget."), "{cut}");
+        assert!(crate::tokens::count(&cut) <= 100 && cut.contains("Step one."), "{cut}");
+        assert!(target(&skills, "github.createIssue").is_none());
+        assert_eq!(
+            target(&skills, "skill:nope").unwrap().unwrap_err(),
+            "the hub has no skill `nope`; its skills are triage"
+        );
+    }
+}
