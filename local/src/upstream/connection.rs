@@ -139,6 +139,12 @@ impl Connection {
                 let exit = process.wait_exit(Duration::from_millis(500)).await;
                 StartFailure { error: Some("it closed its stdout".to_owned()), exit, timed_out: false }
             }
+            Ok(Err(error @ ClientInitializeError::TransportError { .. })) => {
+                // Sending `initialize` failed (a broken pipe): the server most likely exited
+                // first, so its exit, once known, is the reason.
+                let exit = process.wait_exit(Duration::from_millis(500)).await;
+                StartFailure { error: Some(error.to_string()), exit, timed_out: false }
+            }
             Ok(Err(error)) => {
                 StartFailure { error: Some(error.to_string()), exit: process.exited(), timed_out: false }
             }
