@@ -276,12 +276,7 @@ fn skill_docs(store: &Store) -> Vec<capabilities_core::surface::skills::SkillDoc
                 .keys()
                 .map(|path| (path.clone(), std::fs::metadata(dir.join(path)).map_or(0, |m| m.len())))
                 .collect();
-            Some(capabilities_core::surface::skills::SkillDoc {
-                name,
-                description: locked.description,
-                skill_md,
-                files,
-            })
+            Some(capabilities_core::surface::skills::SkillDoc::new(name, locked.description, skill_md, files))
         })
         .collect()
 }

@@ -25,6 +25,15 @@ pub struct SkillDoc {
     pub skill_md: String,
     /// Every file of the skill (`SKILL.md` too), `/`-separated, with its size in bytes.
     pub files: Vec<(String, u64)>,
+    /// The words of its name and description, stemmed once here rather than on every search.
+    words: BTreeSet<String>,
+}
+
+impl SkillDoc {
+    pub fn new(name: String, description: String, skill_md: String, files: Vec<(String, u64)>) -> SkillDoc {
+        let words = words(&format!("{name} {description}"));
+        SkillDoc { name, description, skill_md, files, words }
+    }
 }
 
 /// The stemmed words of `text`, stopwords left out.
@@ -51,7 +60,7 @@ pub fn matching<'s>(skills: &'s [SkillDoc], query: &str) -> Vec<&'s SkillDoc> {
     }
     let mut scored: Vec<(usize, &SkillDoc)> = skills
         .iter()
-        .map(|s| (words(&format!("{} {}", s.name, s.description)).intersection(&wanted).count(), s))
+        .map(|s| (s.words.intersection(&wanted).count(), s))
         .filter(|(shared, _)| *shared > 0)
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
@@ -117,12 +126,12 @@ mod tests {
     use super::*;
 
     fn skill(name: &str, description: &str) -> SkillDoc {
-        SkillDoc {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            skill_md: format!("---\nname: {name}\ndescription: {description}\n---\nStep one.\nStep two.\n"),
-            files: vec![("SKILL.md".to_owned(), 60)],
-        }
+        SkillDoc::new(
+            name.to_owned(),
+            description.to_owned(),
+            format!("---\nname: {name}\ndescription: {description}\n---\nStep one.\nStep two.\n"),
+            vec![("SKILL.md".to_owned(), 60)],
+        )
     }
 
     #[test]
