@@ -216,6 +216,13 @@ pub trait Blobs: MaybeSend + MaybeSync {
     ) -> BoxFuture<'a, Result<Option<BlobBytes>, StoreError>>;
 }
 
+/// Where a host keeps its skills' files, for `hub.skill` inside code. The surface checks the
+/// name and path against the library it was given before it asks, so `path` is always one of
+/// that skill's own files (`/`-separated, no `..`).
+pub trait SkillFiles: MaybeSend + MaybeSync + fmt::Debug {
+    fn read<'a>(&'a self, skill: &'a str, path: &'a str) -> BoxFuture<'a, Result<Vec<u8>, StoreError>>;
+}
+
 /// What policy says about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -251,6 +258,13 @@ pub trait PolicyView {
 pub trait Lookup {
     fn search(&self, args: Value) -> Result<String, String>;
     fn describe(&self, args: Value) -> Result<String, String>;
+    /// `hub.skill(name, path)` from inside code: the text of one file of one of the hub's
+    /// skills (`SKILL.md` when no path is given), or why there is none. Checked against the
+    /// library with `surface::skills::request`; only a file the library lists is read.
+    fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
+        let _ = args;
+        Box::pin(async { Err(crate::surface::skills::no_skills()) })
+    }
 }
 
 // The sandbox port: what the run engine hands a sandbox driver for one attempt, what the
@@ -331,6 +345,11 @@ pub trait Bridge {
                 retryable: false,
             })
         })
+    }
+    /// `hub.skill(name, path)` from inside code: see [`Lookup::skill`].
+    fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
+        let _ = args;
+        Box::pin(async { Err(crate::surface::skills::no_skills()) })
     }
 }
 

@@ -10,7 +10,8 @@
 // (d) a direct-mode profile over the same memory server: `tools/call memory_read_graph` through
 //     the hub against the same call sent straight, alternated in one run;
 // (e) `tools/list` of a direct-mode profile serving about 500 operations of GitHub's REST API
-//     (its OpenAPI document from @octokit/openapi), then all 1,223, on a warm server.
+//     (its OpenAPI document from @octokit/openapi), then all 1,223, on a warm server: until the
+//     answer is in (the hub's part) and until this client has parsed it.
 // Prints medians (and p90) as JSON on stdout. Needs `cd node && npm ci`.
 
 import { spawn, execFileSync } from "node:child_process";
@@ -40,6 +41,9 @@ for (const ns of ["memory", "memory_b"]) {
   );
 }
 
+/** When each answer's last byte arrived, by answer. */
+const arrivals = new WeakMap();
+
 /** A child speaking newline-delimited JSON-RPC. */
 function rpc(command, args, childEnv) {
   const child = spawn(command, args, { env: childEnv, stdio: ["pipe", "pipe", "ignore"] });
@@ -53,6 +57,8 @@ function rpc(command, args, childEnv) {
     while ((at = chunk.indexOf("\n")) >= 0) {
       parts.push(chunk.slice(0, at));
       chunk = chunk.slice(at + 1);
+      // When the whole answer was in: what the server took, apart from this client's parse.
+      const arrived = process.hrtime.bigint();
       const line = parts.join("");
       parts = [];
       if (!line.trim()) continue;
@@ -60,6 +66,7 @@ function rpc(command, args, childEnv) {
       const resolve = waiting.get(message.id);
       if (resolve) {
         waiting.delete(message.id);
+        arrivals.set(message, arrived);
         resolve(message);
       }
     }
@@ -179,14 +186,17 @@ async function listing(profile, serves) {
   const count = first.result.tools.length;
   const bytes = JSON.stringify(first).length;
   const took = [];
+  const received = [];
   for (let i = 0; i < rounds; i++) {
     const start = process.hrtime.bigint();
     const answer = await server.request("tools/list", {});
     took.push(ms(start));
+    received.push(Number(arrivals.get(answer) - start) / 1e6);
     if (answer.result.tools.length !== count) throw new Error("tools/list changed between calls");
   }
   await server.close();
-  return { tools: count, bytes, ms: stats(took) };
+  // `received_ms`: request sent → the answer's last byte in (the hub's part); `ms`: → parsed.
+  return { tools: count, bytes, received_ms: stats(received), ms: stats(took) };
 }
 // About 500 of its operations (the repos, actions and orgs groups), then all of them.
 const gh500 = await listing("gh500", "github.repos*,github.actions*,github.orgs*");

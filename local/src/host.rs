@@ -108,6 +108,7 @@ impl Host {
         let limits = Limits::DEFAULT;
         let (mut surface, invalid) = profile.surface(&full, config.policy.clone(), limits, words())?;
         surface.skills = skill_docs(&store);
+        surface.skill_files = Some(Box::new(crate::skills::SkillFiles::new(&store)));
         if let Some(err) = invalid {
             warn(&format!("{POLICY} is invalid ({err}); every tool asks until it is fixed"));
         }

@@ -535,4 +535,8 @@ impl Bridge for AttemptBridge<'_, '_> {
             Ok(serde_json::to_value(slice).unwrap_or(Value::Null))
         })
     }
+
+    fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
+        self.engine.lookup.skill(args)
+    }
 }

@@ -1015,6 +1015,14 @@ export function install(host, configText) {
       }
       return lookup("read", args);
     }),
+    // hub.skill(name, path): the text of one file of a skill the hub has (SKILL.md without a
+    // path). A skill is instructions to read; it grants nothing.
+    skill: named("skill", (name, path) => {
+      if (typeof name !== "string") return promiseReject(new TypeErrorCtor("hub.skill takes a skill's name: hub.skill(\"release-notes\", \"SKILL.md\")"));
+      const args = { __proto__: null, name };
+      if (path !== undefined) args.path = path;
+      return lookup("skill", args);
+    }),
   });
   defineFixedGlobal("hub", hub);
 

@@ -16,7 +16,8 @@ use crate::catalog::Catalog;
 use crate::index::Index;
 use crate::limits::Limits;
 use crate::policy::{CompiledPolicy, Effect, PolicyError, PolicyState};
-use crate::ports::Lookup;
+use crate::ports::{LocalBoxFuture, Lookup, SkillFiles};
+use crate::record::ToolFailure;
 use crate::wording::HostWords;
 
 /// What `search` and `describe` read: the catalog, its index and the policy that hides or marks
@@ -31,12 +32,14 @@ pub struct Surface {
     pub words: HostWords,
     /// The hub's skills, found by `search` and read with `describe("skill:<name>")`.
     pub skills: Vec<skills::SkillDoc>,
+    /// Where `hub.skill` reads their files; none: code cannot read them on this hub.
+    pub skill_files: Option<Box<dyn SkillFiles>>,
 }
 
 impl Surface {
     pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits, words: HostWords) -> Surface {
         let index = Index::build(&catalog);
-        Surface { catalog, index, policy, limits, words, skills: Vec::new() }
+        Surface { catalog, index, policy, limits, words, skills: Vec::new(), skill_files: None }
     }
 
     /// The surface of a hub's configuration. A stored policy that does not compile gives way to
@@ -122,5 +125,14 @@ impl Lookup for Surface {
 
     fn describe(&self, args: Value) -> Result<String, String> {
         Surface::describe(self, &args)
+    }
+
+    fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
+        Box::pin(async move {
+            let (skill, path) = skills::request(&self.skills, &args)?;
+            let Some(files) = &self.skill_files else { return Err(skills::no_skills()) };
+            let bytes = files.read(&skill.name, &path).await.map_err(|e| skills::unreadable(&e))?;
+            skills::answer(&skill.name, &path, bytes)
+        })
     }
 }

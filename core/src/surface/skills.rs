@@ -9,12 +9,17 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use crate::index::text::{for_each_word, is_stopword, stem};
+use crate::record::ToolFailure;
 
 /// How a describe target names a skill.
 pub const PREFIX: &str = "skill:";
 /// The most skills one search shows.
 const MAX_SHOWN: usize = 5;
+/// The largest file `hub.skill` returns; the Skills extension serves larger ones whole.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// One skill as the surface shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +90,11 @@ fn one_line(text: &str) -> String {
 /// `describe` of one skill within `budget` tokens: its name, file list and `SKILL.md`, cut at a
 /// line when it does not fit (saying so).
 pub fn describe(skill: &SkillDoc, budget: usize) -> String {
-    let mut head =
-        format!("{PREFIX}{} — a skill: instructions to read, not a tool to call\nfiles:", skill.name);
+    let mut head = format!(
+        "{PREFIX}{} — a skill: instructions to read, not a tool to call\nfiles (read one inside \
+         execute with `await hub.skill(\"{}\", path)`):",
+        skill.name, skill.name
+    );
     for (path, size) in &skill.files {
         head.push_str(&format!("\n  {path} ({size} bytes)"));
     }
@@ -121,6 +129,117 @@ pub fn target<'s>(skills: &'s [SkillDoc], target: &str) -> Option<Result<&'s Ski
     }))
 }
 
+fn failure(code: &str, message: String, hint: &str) -> ToolFailure {
+    ToolFailure {
+        code: code.to_owned(),
+        message,
+        hint: Some(hint.to_owned()),
+        status: None,
+        retryable: false,
+    }
+}
+
+/// Why `hub.skill` has nothing to read on a hub without skills.
+pub fn no_skills() -> ToolFailure {
+    failure(
+        "unknown_skill",
+        "this hub has no skills to read".to_owned(),
+        "a person adds skills with `capabilities hub skills add`; search lists the ones there are",
+    )
+}
+
+/// `hub.skill`'s arguments checked against the library: the skill and one of its own files
+/// (`SKILL.md` when no path is given). Anything else is refused before a file is opened.
+pub fn request<'s>(skills: &'s [SkillDoc], args: &Value) -> Result<(&'s SkillDoc, String), ToolFailure> {
+    let invalid = |message: String| {
+        failure(
+            "invalid_arguments",
+            message,
+            "hub.skill(\"<skill name>\", \"SKILL.md\") reads a skill's file",
+        )
+    };
+    let Some(name) = args.get("name").and_then(Value::as_str) else {
+        return Err(invalid("hub.skill takes a skill's name as its first argument".to_owned()));
+    };
+    let path = match args.get("path") {
+        None | Some(Value::Null) => "SKILL.md",
+        Some(Value::String(path)) => path.as_str(),
+        Some(other) => {
+            let shown: String = other.to_string().chars().take(60).collect();
+            return Err(invalid(format!("hub.skill's path is {shown}: it takes a file's path as a string")));
+        }
+    };
+    if skills.is_empty() {
+        return Err(no_skills());
+    }
+    let shown = |text: &str| text.chars().take(120).collect::<String>();
+    let Some(skill) = skills.iter().find(|s| s.name == name) else {
+        let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).take(20).collect();
+        return Err(failure(
+            "unknown_skill",
+            format!("the hub has no skill `{}`; its skills include {}", shown(name), known.join(", ")),
+            "search finds skills by what they are for",
+        ));
+    };
+    // Only a path the library lists: `../`, absolute paths and folders never match one.
+    let path = path.strip_prefix("./").unwrap_or(path);
+    let Some((path, size)) = skill.files.iter().find(|(p, _)| p == path) else {
+        let known: Vec<&str> = skill.files.iter().map(|(p, _)| p.as_str()).take(20).collect();
+        return Err(failure(
+            "unknown_file",
+            format!(
+                "skill `{}` has no file `{}`; its files include {}",
+                skill.name,
+                shown(path),
+                known.join(", ")
+            ),
+            "describe(\"skill:<name>\") lists a skill's files",
+        ));
+    };
+    if *size > MAX_FILE_BYTES {
+        return Err(failure(
+            "file_too_large",
+            format!(
+                "`{path}` of skill `{}` is {size} bytes; hub.skill returns files up to {MAX_FILE_BYTES}",
+                skill.name
+            ),
+            "the MCP client can read it whole as the resource skill://<name>/<path>",
+        ));
+    }
+    Ok((skill, path.clone()))
+}
+
+/// The file's text as `hub.skill` returns it: a string, or why it is not one.
+pub fn answer(skill: &str, path: &str, bytes: Vec<u8>) -> Result<Value, ToolFailure> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(failure(
+            "file_too_large",
+            format!("`{path}` of skill `{skill}` has grown past {MAX_FILE_BYTES} bytes"),
+            "the MCP client can read it whole as the resource skill://<name>/<path>",
+        ));
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Value::String(text)),
+        Err(_) => Err(failure(
+            "not_text",
+            format!("`{path}` of skill `{skill}` is not UTF-8 text"),
+            "hub.skill returns text files; the MCP client can read binary ones as resources",
+        )),
+    }
+}
+
+/// A file the library lists that the host could not read.
+pub fn unreadable(err: &dyn std::fmt::Display) -> ToolFailure {
+    ToolFailure {
+        retryable: true,
+        ..failure(
+            "store_failed",
+            format!("the hub could not read the skill's file: {err}"),
+            "`capabilities hub skills list` says whether a skill changed or lost files",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +271,31 @@ mod tests {
                 "  skill:release-notes — Write release notes from merged pull requests."
             ]
         );
+    }
+
+    #[test]
+    fn hub_skill_reads_only_a_file_the_library_lists() {
+        let mut triage = skill("triage", "Label new issues.");
+        triage.files.push(("scripts/label.sh".to_owned(), 12));
+        triage.files.push(("big.txt".to_owned(), MAX_FILE_BYTES + 1));
+        let skills = [triage];
+        let asked = |args: Value| request(&skills, &args).map(|(s, p)| format!("{}/{p}", s.name));
+        assert_eq!(asked(serde_json::json!({ "name": "triage" })).unwrap(), "triage/SKILL.md");
+        assert_eq!(
+            asked(serde_json::json!({ "name": "triage", "path": "./scripts/label.sh" })).unwrap(),
+            "triage/scripts/label.sh"
+        );
+        let code = |args: Value| asked(args).unwrap_err().code;
+        assert_eq!(code(serde_json::json!({ "name": "nope" })), "unknown_skill");
+        for path in ["../triage/SKILL.md", "/etc/passwd", "scripts", "scripts/../SKILL.md", ""] {
+            assert_eq!(code(serde_json::json!({ "name": "triage", "path": path })), "unknown_file", "{path}");
+        }
+        assert_eq!(code(serde_json::json!({ "name": "triage", "path": 7 })), "invalid_arguments");
+        assert_eq!(code(serde_json::json!({ "path": "SKILL.md" })), "invalid_arguments");
+        assert_eq!(code(serde_json::json!({ "name": "triage", "path": "big.txt" })), "file_too_large");
+        assert_eq!(request(&[], &serde_json::json!({ "name": "triage" })).unwrap_err().code, "unknown_skill");
+        assert_eq!(answer("triage", "SKILL.md", b"hi".to_vec()).unwrap(), "hi");
+        assert_eq!(answer("triage", "x.bin", vec![0xff, 0xfe]).unwrap_err().code, "not_text");
     }
 
     #[test]

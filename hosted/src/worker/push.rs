@@ -125,7 +125,21 @@ impl Hub {
                 })
             })
             .collect();
-        let inbox = access_config(self.env()).and_then(|c| c.ok()).map(|c| c.settings.at("/inbox"));
+        let settings = access_config(self.env()).and_then(|c| c.ok()).map(|c| c.settings);
+        let inbox = settings.as_ref().map(|s| s.at("/inbox"));
+        let (profiles, unreadable) = store.profiles().map_err(internal)?;
+        let profiles: Vec<Value> = profiles
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "mode": p.mode.as_str(),
+                    "serves": p.serves,
+                    "rules": p.rules.len(),
+                    "url": settings.as_ref().map(|s| s.at(&format!("/mcp/{}", p.name))),
+                })
+            })
+            .collect();
         answer(
             200,
             &json!({
@@ -134,6 +148,8 @@ impl Hub {
                 "tenant": tenant,
                 "lastPush": store.last_push().map_err(internal)?,
                 "sources": sources,
+                "profiles": profiles,
+                "unreadableProfiles": unreadable,
                 "waiting": self.waiting()?,
                 "inbox": inbox,
             }),

@@ -184,6 +184,15 @@ fn hub_push_carries_a_profile_and_the_signed_in_person_reaches_it() {
     let (_, said, _) = local.run(&["hub", "push", "--yes"], "");
     assert!(said.contains("profiles reader (besides default)"), "{said}");
 
+    let status = local.json(&["hub", "status"]);
+    assert_eq!(status["profiles"][0]["name"], "reader", "{status}");
+    assert_eq!(status["profiles"][0]["mode"], "code", "{status}");
+    assert_eq!(status["profiles"][0]["serves"], json!(["counter.count"]), "{status}");
+    assert!(status["profiles"][0]["url"].as_str().is_some_and(|u| u.ends_with("/mcp/reader")), "{status}");
+    let said = local.ok(&["hub", "status"]);
+    assert!(said.contains("profiles: default and 1\n  reader"), "{said}");
+    assert!(said.contains("serves counter.count at "), "{said}");
+
     let token = local.access_token();
     let headers = vec![format!("authorization: Bearer {token}")];
     let at = |path: &str, code: &str| {

@@ -416,10 +416,11 @@ fn plan_skills(home: &std::path::Path, harnesses: &[&'static Descriptor], store:
             return;
         }
     };
+    let cwd = std::env::current_dir().ok();
     for harness in harnesses {
-        for (dir, path) in harness.skill_folders(home) {
+        for (dir, path) in harness.skill_folders(home, cwd.as_deref()) {
             let folder = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let place = format!("{} ~/{dir}/{folder}", harness.id);
+            let place = format!("{} {dir}/{folder}", harness.id);
             let skill = match crate::skills::scan(&path) {
                 Ok(skill) => skill,
                 Err(err) => {

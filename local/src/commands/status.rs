@@ -1,5 +1,5 @@
 //! `capabilities hub status`: the hosted hub signed in to — the account and tenant, the last
-//! push, each source's health there and the calls waiting for a person (decided in its inbox).
+//! push, each source's health there, the profiles it serves and the calls waiting for a person (decided in its inbox).
 
 use std::process::ExitCode;
 
@@ -75,6 +75,29 @@ fn describe(hub: &str, status: &Value) -> String {
             text(&source["health"]),
             source["tools"]
         ));
+    }
+    let profiles = status["profiles"].as_array().cloned().unwrap_or_default();
+    if profiles.is_empty() {
+        out.push_str("profiles: default only (`capabilities hub profiles create`, then push)\n");
+    } else {
+        out.push_str(&format!("profiles: default and {}\n", profiles.len()));
+        for profile in &profiles {
+            let serves: Vec<String> = profile["serves"].as_array().into_iter().flatten().map(text).collect();
+            let rules = match profile["rules"].as_u64().unwrap_or(0) {
+                0 => String::new(),
+                n => format!(", {n} rule{}", plural(n as usize)),
+            };
+            let url = profile["url"].as_str().map(|u| format!(" at {u}")).unwrap_or_default();
+            out.push_str(&format!(
+                "  {:<16} {:<6} serves {}{rules}{url}\n",
+                text(&profile["name"]),
+                text(&profile["mode"]),
+                serves.join(", ")
+            ));
+        }
+    }
+    for problem in status["unreadableProfiles"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  {}\n", text(problem)));
     }
     let waiting = status["waiting"].as_array().cloned().unwrap_or_default();
     let calls: usize = waiting.iter().map(|w| w["pending"].as_array().map_or(0, Vec::len)).sum();

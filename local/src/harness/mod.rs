@@ -127,6 +127,9 @@ pub struct Descriptor {
     /// Where the harness keeps skills, relative to `$HOME` (each `<dir>/*/SKILL.md`). `connect`
     /// places the hub's skills in the first, and in none when another holds one of that name.
     pub skills: &'static [&'static str],
+    /// Where it reads a project's own skills, relative to the project folder; `hub import`
+    /// proposes those of the folder it runs in (connect places skills only at user level).
+    pub project_skills: &'static [&'static str],
     /// How `connect` places skills there.
     pub skills_as: SkillsAs,
 }
@@ -166,6 +169,7 @@ const BASE: Descriptor = Descriptor {
     detect: None,
     lists: None,
     skills: &[],
+    project_skills: &[],
     skills_as: SkillsAs::Copy,
 };
 
@@ -184,6 +188,7 @@ pub const HARNESSES: &[Descriptor] = &[
         lists: Some("claude mcp list"),
         // Its debug log (`claude --debug-file`) counts a linked skill folder as a user skill.
         skills: &[".claude/skills"],
+        project_skills: &[".claude/skills"],
         skills_as: SkillsAs::Link,
         ..BASE
     },
@@ -200,6 +205,7 @@ pub const HARNESSES: &[Descriptor] = &[
         lists: Some("codex mcp list"),
         // Skills: `~/.agents/skills`, and the older `~/.codex/skills` it still reads.
         skills: &[".agents/skills", ".codex/skills"],
+        project_skills: &[".agents/skills"],
         ..BASE
     },
     // docs.cursor.com/context/model-context-protocol: `~/.cursor/mcp.json`, project
@@ -210,6 +216,7 @@ pub const HARNESSES: &[Descriptor] = &[
         config: ".cursor/mcp.json",
         project: Some(".cursor/mcp.json"),
         skills: &[".cursor/skills"],
+        project_skills: &[".cursor/skills"],
         ..BASE
     },
     // modelcontextprotocol.io/quickstart/user: `claude_desktop_config.json`, `mcpServers`.
@@ -231,6 +238,7 @@ pub const HARNESSES: &[Descriptor] = &[
         support: Support::ReadOnly,
         tier: Tier::BestEffort,
         skills: &[".gemini/antigravity/skills"],
+        project_skills: &[".agent/skills"],
         ..BASE
     },
     // hermes-agent.nousresearch.com/docs: `~/.hermes/config.yaml`, `mcp_servers`.
@@ -252,6 +260,7 @@ pub const HARNESSES: &[Descriptor] = &[
         support: Support::ReadOnly,
         tier: Tier::BestEffort,
         skills: &[".pi/agent/skills"],
+        project_skills: &[".pi/skills"],
         ..BASE
     },
     // google-gemini/gemini-cli docs/tools/mcp-server.md and docs/cli/configuration.md:
@@ -268,6 +277,7 @@ pub const HARNESSES: &[Descriptor] = &[
         detect: Some(".gemini/settings.json"),
         lists: Some("gemini mcp list"),
         skills: &[".gemini/skills"],
+        project_skills: &[".gemini/skills"],
         ..BASE
     },
     // QwenLM/qwen-code docs/tools/mcp-server.md (a Gemini CLI fork, the same settings shape):
@@ -295,6 +305,7 @@ pub const HARNESSES: &[Descriptor] = &[
         park: Park::Flag("enabled", false),
         lists: Some("opencode mcp list"),
         skills: &[".config/opencode/skills"],
+        project_skills: &[".opencode/skills"],
         ..BASE
     },
     // Kilo-Org/kilocode packages/kilo-docs/pages/automate/mcp/using-in-kilo-code.md: the Kilo CLI
@@ -331,6 +342,7 @@ pub const HARNESSES: &[Descriptor] = &[
         config: ".copilot/mcp-config.json",
         shape: Shape::Copilot,
         skills: &[".copilot/skills"],
+        project_skills: &[".github/skills"],
         ..BASE
     },
     // code.visualstudio.com/docs/copilot/reference/mcp-configuration: `mcp.json` in the user
@@ -549,18 +561,24 @@ impl Descriptor {
         (!same && path.is_file()).then_some(path)
     }
 
-    /// The skill folders found for this harness (`<dir>/*/SKILL.md`), with the folder each
-    /// came from, sorted; a link that leads nowhere (or in a loop) is listed too, for the
-    /// importer to report.
-    pub fn skill_folders(&self, home: &Path) -> Vec<(&'static str, PathBuf)> {
+    /// The skill folders found for this harness (`<dir>/*/SKILL.md`) under `home`, and under
+    /// `project` when given (its project-level folders), each with where it was found as a
+    /// person reads it (`~/.claude/skills`, `./.claude/skills`), sorted; a link that leads
+    /// nowhere (or in a loop) is listed too, for the importer to report.
+    pub fn skill_folders(&self, home: &Path, project: Option<&Path>) -> Vec<(String, PathBuf)> {
         let mut found = Vec::new();
-        for dir in self.skills {
+        let user = self.skills.iter().map(|dir| (format!("~/{dir}"), home.join(dir)));
+        let project = project
+            .filter(|p| *p != home)
+            .into_iter()
+            .flat_map(|p| self.project_skills.iter().map(move |dir| (format!("./{dir}"), p.join(dir))));
+        for (label, dir) in user.chain(project) {
             let mut entries: Vec<PathBuf> =
-                std::fs::read_dir(home.join(dir)).into_iter().flatten().flatten().map(|e| e.path()).collect();
+                std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
             entries.sort();
             for path in entries {
                 if path.join("SKILL.md").is_file() || std::fs::metadata(&path).is_err() {
-                    found.push((*dir, path));
+                    found.push((label.clone(), path));
                 }
             }
         }

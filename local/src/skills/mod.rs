@@ -420,3 +420,53 @@ pub fn clone(store: &Store, url: &str) -> Result<GitCheckout> {
     }
     Ok(GitCheckout { _tmp: tmp, path })
 }
+
+/// The library's files as `hub.skill` reads them inside code. The surface has already matched
+/// the skill and path against the lock; this still refuses anything but plain components and
+/// any file that resolves outside its skill's folder (a link swapped in since it was added).
+#[derive(Debug)]
+pub struct SkillFiles {
+    dir: PathBuf,
+}
+
+impl SkillFiles {
+    pub fn new(store: &Store) -> SkillFiles {
+        SkillFiles { dir: Library::new(store).dir() }
+    }
+
+    fn read_now(&self, skill: &str, path: &str) -> Result<Vec<u8>, capabilities_core::ports::StoreError> {
+        use std::io::Read;
+        use std::path::Component;
+
+        let io = |err: &dyn std::fmt::Display| {
+            capabilities_core::ports::StoreError::Io(format!("skills/{skill}/{path}"), err.to_string())
+        };
+        let relative = Path::new(skill).join(path);
+        if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(io(&"not a path inside the skill"));
+        }
+        let root = self.dir.join(skill).canonicalize().map_err(|e| io(&e))?;
+        let file = self.dir.join(&relative).canonicalize().map_err(|e| io(&e))?;
+        if !file.starts_with(&root) {
+            return Err(io(&"the file now resolves outside the skill's folder"));
+        }
+        let mut bytes = Vec::new();
+        File::open(&file)
+            .and_then(|f| {
+                f.take(capabilities_core::surface::skills::MAX_FILE_BYTES + 1).read_to_end(&mut bytes)
+            })
+            .map_err(|e| io(&e))?;
+        Ok(bytes)
+    }
+}
+
+impl capabilities_core::ports::SkillFiles for SkillFiles {
+    fn read<'a>(
+        &'a self,
+        skill: &'a str,
+        path: &'a str,
+    ) -> capabilities_core::ports::BoxFuture<'a, Result<Vec<u8>, capabilities_core::ports::StoreError>> {
+        let read = self.read_now(skill, path);
+        Box::pin(async move { read })
+    }
+}

@@ -41,13 +41,17 @@ impl Machine {
     }
 
     fn run(&self, args: &[&str]) -> Ran {
+        self.run_in(&self.home(), args)
+    }
+
+    fn run_in(&self, dir: &Path, args: &[&str]) -> Ran {
         let out = Command::new(env!("CARGO_BIN_EXE_capabilities"))
             .args(args)
             .env("HOME", self.home())
             .env("CAPABILITIES_HOME", self.hub())
             .env("CAPABILITIES_KEYCHAIN", "file")
             .env("NO_COLOR", "1")
-            .current_dir(self.home())
+            .current_dir(dir)
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -471,4 +475,50 @@ fn import_proposes_every_harness_skill_folder_merged_by_digest() {
         skipped skill gemini-cli ~/.gemini/skills/triage: the hub has a skill `triage` with other files; left as it is (`capabilities hub skills add $HOME/.gemini/skills/triage --replace` takes this one)
     "#]]
     .assert_eq(&again.stdout);
+}
+
+#[test]
+fn import_proposes_the_skills_of_the_project_it_runs_in() {
+    let machine = Machine::new();
+    let project = machine.home().join("code/app");
+    let deploy = "Deploy this app to staging.";
+    // One skill kept for two harnesses in the project, another for Antigravity's workspace.
+    for dir in [".claude/skills", ".github/skills"] {
+        skill(&project.join(dir).join("deploy"), "deploy", deploy, &[]);
+    }
+    skill(&project.join(".agent/skills/lint"), "lint", "Lint the code the project's way.", &[]);
+    skill(&machine.home().join(".claude/skills/triage"), "triage", "Sort new issues by area.", &[]);
+
+    let plan = ok(machine.run_in(&project, &["hub", "import", "--json", "--yes"]));
+    let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
+    let seen: Vec<String> = plan["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s["name"].as_str().unwrap(),
+                s["seenIn"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    expect![[r#"
+        [
+            "triage: claude-code ~/.claude/skills/triage",
+            "deploy: claude-code ./.claude/skills/deploy, copilot-cli ./.github/skills/deploy",
+            "lint: antigravity ./.agent/skills/lint",
+        ]
+    "#]]
+    .assert_debug_eq(&seen);
+    assert_eq!(machine.installed().0, ["deploy", "lint", "triage"]);
+    // From the home folder the project's skills are not the person's to import.
+    let elsewhere = machine.json(&["hub", "import", "--json"]);
+    assert_eq!(elsewhere["skills"], serde_json::json!([]), "{elsewhere}");
 }

@@ -3,6 +3,7 @@
 //! added with `hub skills add` (its files with their sha256 digests), `resources/read` returns
 //! its files, `resources/directory/read` its folders; a skill added while the server runs is
 //! listed without a restart; an unknown or escaping URI is an error, never a file outside.
+//! Inside code, `hub.skill(name, path)` reads a skill's own files and nothing else.
 //!
 //! Needs Node.js on PATH and `cd node && npm ci` at the repository root.
 
@@ -153,6 +154,15 @@ fn search_finds_a_skill_and_describe_reads_it() {
         call("describe", json!({ "targets": ["skill:release-notes"] })),
         call("describe", json!({ "targets": ["skill:nope"] })),
         call("search", json!({ "query": "calendar" })),
+        call("execute", json!({ "code": r#"
+            const md = await hub.skill("release-notes");
+            const script = await hub.skill("release-notes", "scripts/run.sh");
+            const refused = [];
+            for (const [name, path] of [["release-notes", "../../config.json"], ["release-notes", "/etc/passwd"], ["nope", undefined]]) {
+              try { await hub.skill(name, path); refused.push("read"); } catch (e) { refused.push(e.code); }
+            }
+            return { md: md.includes("Read scripts/run.sh first."), script, refused };
+        "# })),
     ]));
     let text = |i: usize| out["steps"][i]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
     assert!(
@@ -168,6 +178,15 @@ fn search_finds_a_skill_and_describe_reads_it() {
     assert_eq!(out["steps"][2]["isError"], true, "{}", out["steps"][2]);
     assert!(text(2).contains("its skills are release-notes"), "{}", text(2));
     assert!(!text(3).contains("skill:"), "{}", text(3));
+    assert!(described.contains("hub.skill(\"release-notes\", path)"), "{described}");
+    let ran = &out["steps"][4]["structuredContent"];
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert_eq!(
+        ran["result"],
+        json!({ "md": true, "script": "#!/bin/sh\necho release\n",
+                "refused": ["unknown_file", "unknown_file", "unknown_skill"] }),
+        "{ran}"
+    );
 }
 
 #[test]

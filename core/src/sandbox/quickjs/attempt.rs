@@ -586,8 +586,10 @@ fn forward<'a>(
                 LookupKind::Describe => {
                     in_flight.push(Box::pin(ready((ticket, Reply::Lookup(bridge.describe(args))))));
                 }
-                LookupKind::Read => {
-                    in_flight.push(Box::pin(bridge.read(args).map(move |answer| {
+                LookupKind::Read | LookupKind::Skill => {
+                    let answer =
+                        if kind == LookupKind::Read { bridge.read(args) } else { bridge.skill(args) };
+                    in_flight.push(Box::pin(answer.map(move |answer| {
                         let reply = match answer {
                             Ok(slice) => GuestReply::Ok(slice),
                             Err(failure) => GuestReply::Err(failure),

@@ -13,13 +13,15 @@ use serde_json::Value;
 
 use crate::sandbox::GuestCall;
 
-/// A lookup the guest made with `hub.search`, `hub.describe` or `hub.read`.
+/// A lookup the guest made with `hub.search`, `hub.describe`, `hub.read` or `hub.skill`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LookupKind {
     Search,
     Describe,
     /// A slice of a handle: answered asynchronously, as the host reads its store.
     Read,
+    /// A file of a skill: answered asynchronously too.
+    Skill,
 }
 
 /// Something the guest asked the host for; `ticket` names the promise that waits for it.
@@ -121,6 +123,7 @@ impl GuestBridge {
                     "search" => LookupKind::Search,
                     "describe" => LookupKind::Describe,
                     "read" => LookupKind::Read,
+                    "skill" => LookupKind::Skill,
                     _ => return Err(Exception::throw_type(&ctx, "unknown hub lookup")),
                 };
                 let args: Value = parse_json(&ctx, &args, "hub arguments")?;
