@@ -171,9 +171,9 @@ pub enum StoreError {
 
 /// Where runs and their journals live.
 ///
-/// Contract: `append_journal` returns only once the entry is durable; a reader after a crash
-/// sees every acknowledged entry, in order, and at most one torn trailing line, which it
-/// ignores.
+/// Contract: `append_journal` returns only once the entry is durable, and with it every entry
+/// appended before it; a reader after a crash sees every acknowledged entry, in order, and at
+/// most one torn trailing line, which it ignores.
 pub trait RunStore: MaybeSend + MaybeSync {
     fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>>;
     fn load_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>, StoreError>>;
@@ -183,6 +183,18 @@ pub trait RunStore: MaybeSend + MaybeSync {
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>>;
+    /// Appends `entry` without waiting for it to be durable: it is by the time the run's next
+    /// `append_journal` or `save_run` returns (group commit). A call's outcome goes this way,
+    /// since whatever depends on it leaves the hub only after one of those two: the next call's
+    /// request, or the answer. A crash before then leaves the call without an outcome, which a
+    /// resume reports and never repeats. Hosts without a cheaper way make it durable at once.
+    fn append_journal_deferred<'a>(
+        &'a self,
+        id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.append_journal(id, entry)
+    }
 }
 
 /// Bytes of one blob from an offset, and the blob's whole length in bytes.
@@ -263,7 +275,7 @@ pub trait Lookup {
     /// library with `surface::skills::request`; only a file the library lists is read.
     fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
         let _ = args;
-        Box::pin(async { Err(crate::surface::skills::no_skills()) })
+        Box::pin(async { Err(no_skills()) })
     }
 }
 
@@ -349,7 +361,18 @@ pub trait Bridge {
     /// `hub.skill(name, path)` from inside code: see [`Lookup::skill`].
     fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
         let _ = args;
-        Box::pin(async { Err(crate::surface::skills::no_skills()) })
+        Box::pin(async { Err(no_skills()) })
+    }
+}
+
+/// What `hub.skill` answers on a host that hands code no skills.
+fn no_skills() -> ToolFailure {
+    ToolFailure {
+        code: "unknown_skill".to_owned(),
+        message: "this hub has no skills to read".to_owned(),
+        hint: None,
+        status: None,
+        retryable: false,
     }
 }
 

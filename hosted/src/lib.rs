@@ -5,8 +5,9 @@
 //!
 //! The modules outside `worker` are plain Rust, built and unit-tested natively too: the MCP
 //! JSON-RPC handling (`rpc`, with the stateless revision's approval rounds), what an admin load
-//! carries (`records`), credential sealing (`seal`) and how upstream answers and redirects are
-//! read (`wire`). `worker` holds the adapters that exist only on wasm32 inside workerd, and the
+//! carries (`records`), what `hub push` carries (`push`, and the skill library with the Skills
+//! extension's answers: `skills`), credential sealing (`seal`) and how upstream answers and
+//! redirects are read (`wire`). `worker` holds the adapters that exist only on wasm32 inside workerd, and the
 //! hosted hub's one recorder of a person's decisions (`worker::recorder`).
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,7 @@ pub mod push;
 pub mod records;
 pub mod rpc;
 pub mod seal;
+pub mod skills;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

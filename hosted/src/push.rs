@@ -1,9 +1,10 @@
 //! `hub push`: what a local hub sends its hosted hub, and the plan the hosted hub answers with.
 //!
 //! A push is the local hub's HTTP sources (with their manifests and connections), its policy,
-//! its named profiles (each served at its own MCP address, checked as a load checks them), the
-//! sources it left out (stdio ones cannot run hosted) and, only with `--secrets`, credential
-//! values. The hosted hub first answers with a [`Plan`] — what is added, changed, removed and
+//! its named profiles (each served at its own MCP address, checked as a load checks them), its
+//! skill library (each skill's manifest here, the files' bytes sent before applying, in parts:
+//! `skills.rs`), the sources it left out (stdio ones cannot run hosted) and, only with
+//! `--secrets`, credential values. The hosted hub first answers with a [`Plan`] — what is added, changed, removed and
 //! left out, which stored secrets are kept, dropped or still missing — and its [`hash`]. Applying
 //! sends the same push with that hash; the hub computes the plan again from what it holds now
 //! and refuses when the hash differs, so a plan that changed in between is never applied blind.
@@ -22,6 +23,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::records::{Connection, Load, LoadError, OAUTH_SLOT, SecretValues, Source};
+use crate::skills::{self, PushedSkill};
 
 /// The largest number of sources one push may carry.
 pub const MAX_SOURCES: usize = 500;
@@ -52,6 +54,9 @@ pub struct Push {
     /// The local hub's profiles besides `default`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<Profile>,
+    /// The local hub's skills, each with its files' digests (the bytes go in parts first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<PushedSkill>,
     /// The hash of the plan to apply; without it the hub only answers with the plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apply: Option<String>,
@@ -70,6 +75,8 @@ pub enum PushError {
     TooMany,
     #[error(transparent)]
     Load(#[from] LoadError),
+    #[error("{0}")]
+    Skill(String),
 }
 
 /// What the hosted hub holds before a push, as far as a plan needs it.
@@ -80,6 +87,7 @@ pub struct Current {
     /// The slots with a stored value: (namespace, connection, slot).
     pub filled: BTreeSet<(String, String, String)>,
     pub profiles: Vec<Profile>,
+    pub skills: Vec<PushedSkill>,
 }
 
 /// A source that stays but differs, with what differs in a person's words.
@@ -107,10 +115,41 @@ pub struct Plan {
     /// The profiles the hosted hub serves after the push, besides `default`.
     #[serde(default)]
     pub profiles: Vec<String>,
+    /// Which of them are new, which differ from the hosted hub's, which go.
+    #[serde(default)]
+    pub profile_changes: Changes,
+    /// The skills added, changed (another digest) and removed; how many stay as they are.
+    #[serde(default)]
+    pub skills: SkillsPlan,
     /// What is applied but may not be what the person meant (a profile's pattern that matches
     /// no tool pushed).
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// Named things added, changed and removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changes {
+    pub added: Vec<String>,
+    pub changed: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// What a push does to the skill library.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsPlan {
+    pub added: Vec<String>,
+    pub changed: Vec<SkillChanged>,
+    pub removed: Vec<String>,
+    pub unchanged: usize,
+}
+
+/// A skill whose files differ: its digest before and after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillChanged {
+    pub name: String,
+    pub from: String,
+    pub to: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +195,7 @@ impl Push {
             return Err(PushError::SecretsWithoutConsent);
         }
         self.as_load().check()?;
+        skills::check_library(&self.skills).map_err(PushError::Skill)?;
         Ok(())
     }
 
@@ -226,6 +266,8 @@ impl Push {
             secrets: SecretsPlan::default(),
             tools: self.sources.iter().map(|s| s.manifest.tools.len()).sum(),
             profiles: self.profiles.iter().map(|p| p.name.clone()).collect(),
+            profile_changes: changes(&current.profiles, &self.profiles, |p| &p.name),
+            skills: skills_plan(&current.skills, &self.skills),
             warnings: self.as_load().warnings(),
         };
         plan.left_out.sort_by(|a, b| a.namespace.cmp(&b.namespace));
@@ -260,6 +302,46 @@ impl Push {
             .collect();
         plan
     }
+}
+
+/// What is added, changed and removed from `before` to `after`, things named by `name`.
+fn changes<T: Serialize>(before: &[T], after: &[T], name: impl Fn(&T) -> &String) -> Changes {
+    let old: BTreeMap<&String, String> =
+        before.iter().map(|t| (name(t), serde_json::to_string(t).unwrap_or_default())).collect();
+    let new: BTreeMap<&String, String> =
+        after.iter().map(|t| (name(t), serde_json::to_string(t).unwrap_or_default())).collect();
+    Changes {
+        added: new.keys().filter(|n| !old.contains_key(*n)).map(|n| (*n).clone()).collect(),
+        changed: new
+            .iter()
+            .filter(|(n, t)| old.get(*n).is_some_and(|o| o != *t))
+            .map(|(n, _)| (*n).clone())
+            .collect(),
+        removed: old.keys().filter(|n| !new.contains_key(*n)).map(|n| (*n).clone()).collect(),
+    }
+}
+
+/// The skills added, changed (by digest) and removed.
+fn skills_plan(before: &[PushedSkill], after: &[PushedSkill]) -> SkillsPlan {
+    let old: BTreeMap<&str, &PushedSkill> = before.iter().map(|s| (s.name.as_str(), s)).collect();
+    let mut plan = SkillsPlan::default();
+    let mut names: Vec<&PushedSkill> = after.iter().collect();
+    names.sort_by(|a, b| a.name.cmp(&b.name));
+    for skill in names {
+        match old.get(skill.name.as_str()) {
+            None => plan.added.push(skill.name.clone()),
+            // The front matter as read, too: a reader of another version may read it otherwise.
+            Some(was) if was.digest != skill.digest || *was != skill => plan.changed.push(SkillChanged {
+                name: skill.name.clone(),
+                from: was.digest.clone(),
+                to: skill.digest.clone(),
+            }),
+            Some(_) => plan.unchanged += 1,
+        }
+    }
+    let new: BTreeSet<&str> = after.iter().map(|s| s.name.as_str()).collect();
+    plan.removed = old.keys().filter(|n| !new.contains(*n)).map(|n| (*n).to_owned()).collect();
+    plan
 }
 
 fn policy_plan(before: &PolicyState, after: &PolicyState) -> PolicyPlan {
@@ -321,6 +403,7 @@ pub fn hash(current: &Current, push: &Push) -> String {
             "policy": current.policy,
             "filled": current.filled.iter().collect::<Vec<_>>(),
             "profiles": current.profiles,
+            "skills": current.skills,
         },
         "push": {
             "sources": push.sources,
@@ -329,6 +412,7 @@ pub fn hash(current: &Current, push: &Push) -> String {
             "withSecrets": push.with_secrets,
             "leftOut": push.left_out,
             "profiles": push.profiles,
+            "skills": push.skills,
         },
     });
     let canonical = capabilities_core::canonical::to_string(&document);
@@ -376,14 +460,47 @@ pub fn describe(plan: &Plan) -> Vec<String> {
     if !s.missing.is_empty() {
         lines.push(format!("no value for {} (send them with `hub push --secrets`)", list(&s.missing)));
     }
+    let p = &plan.profile_changes;
+    for (verb, names) in [("add", &p.added), ("change", &p.changed), ("remove", &p.removed)] {
+        if !names.is_empty() {
+            lines.push(format!("{verb} profile{} {}", if names.len() == 1 { "" } else { "s" }, list(names)));
+        }
+    }
     if !plan.profiles.is_empty() {
         lines.push(format!("profiles {} (besides default)", list(&plan.profiles)));
+    }
+    let k = &plan.skills;
+    if !k.added.is_empty() {
+        lines.push(format!("add skill{} {}", if k.added.len() == 1 { "" } else { "s" }, list(&k.added)));
+    }
+    for changed in &k.changed {
+        lines.push(format!(
+            "change skill {}: {} → {}",
+            changed.name,
+            short(&changed.from),
+            short(&changed.to)
+        ));
+    }
+    if !k.removed.is_empty() {
+        lines.push(format!(
+            "remove skill{} {}",
+            if k.removed.len() == 1 { "" } else { "s" },
+            list(&k.removed)
+        ));
+    }
+    if k.unchanged > 0 {
+        lines.push(format!("{} skill{} unchanged", k.unchanged, if k.unchanged == 1 { "" } else { "s" }));
     }
     for warning in &plan.warnings {
         lines.push(format!("warning: {warning}"));
     }
     lines.push(format!("{} tools hosted after the push", plan.tools));
     lines
+}
+
+/// A digest as a person reads it: `sha256:` and its first 12 hex digits.
+fn short(digest: &str) -> &str {
+    digest.get(..19).unwrap_or(digest)
 }
 
 #[cfg(test)]
@@ -427,6 +544,7 @@ mod tests {
             policy: PolicyState::default(),
             filled: filled(&[("crm", "default", "x-api-key"), ("old", "default", "authorization")]),
             profiles: Vec::new(),
+            skills: Vec::new(),
         };
         let push = Push {
             sources: vec![
@@ -508,5 +626,64 @@ mod tests {
         assert!(push.check().unwrap_err().to_string().contains("`default` is built in"));
         push.profiles = vec![Profile::serving("Bad Name", vec!["crm".into()])];
         assert!(push.check().unwrap_err().to_string().contains("is not a profile name"));
+    }
+
+    fn pushed(name: &str, body: &str) -> PushedSkill {
+        let sha = skills::hex(&Sha256::digest(body.as_bytes()));
+        let files =
+            vec![skills::SkillFile { path: "SKILL.md".into(), sha256: sha.clone(), size: body.len() as u64 }];
+        let mut frontmatter = serde_json::Map::new();
+        frontmatter.insert("name".into(), json!(name));
+        frontmatter.insert("description".into(), json!("Does things."));
+        PushedSkill {
+            name: name.into(),
+            digest: skills::skill_digest([("SKILL.md", sha.as_str())]),
+            description: "Does things.".into(),
+            frontmatter,
+            files,
+        }
+    }
+
+    #[test]
+    fn the_plan_says_which_skills_and_profiles_are_added_changed_and_removed() {
+        let current = Current {
+            skills: vec![pushed("keep", "a"), pushed("edit", "b"), pushed("gone", "c")],
+            profiles: vec![
+                Profile::serving("same", vec!["crm".into()]),
+                Profile::serving("moved", vec!["crm".into()]),
+                Profile::serving("old", vec!["crm".into()]),
+            ],
+            ..Current::default()
+        };
+        let push = Push {
+            sources: vec![source("crm", &["a"], &[])],
+            skills: vec![pushed("keep", "a"), pushed("edit", "b2"), pushed("new", "d")],
+            profiles: vec![
+                Profile::serving("same", vec!["crm".into()]),
+                Profile::serving("moved", vec!["crm.a".into()]),
+                Profile::serving("fresh", vec!["crm".into()]),
+            ],
+            ..Push::default()
+        };
+        push.check().unwrap();
+        let plan = push.plan(&current);
+        assert_eq!(plan.skills.added, ["new"]);
+        assert_eq!(plan.skills.removed, ["gone"]);
+        assert_eq!(plan.skills.unchanged, 1);
+        assert_eq!(plan.skills.changed[0].name, "edit");
+        assert_eq!(plan.skills.changed[0].from, current.skills[1].digest);
+        assert_eq!(plan.profile_changes.added, ["fresh"]);
+        assert_eq!(plan.profile_changes.changed, ["moved"]);
+        assert_eq!(plan.profile_changes.removed, ["old"]);
+        let lines = describe(&plan).join("\n");
+        assert!(lines.contains("add skill new\nchange skill edit: sha256:"), "{lines}");
+        assert!(lines.contains("remove skill gone\n1 skill unchanged"), "{lines}");
+        assert!(lines.contains("add profile fresh\nchange profile moved\nremove profile old"), "{lines}");
+        let before = hash(&current, &push);
+        let mut other = push.clone();
+        other.skills[0] = pushed("keep", "a2");
+        assert_ne!(before, hash(&current, &other), "the skills are part of the hash");
+        other.skills[0].digest = current.skills[0].digest.clone();
+        assert!(other.check().unwrap_err().to_string().contains("does not match its files"));
     }
 }

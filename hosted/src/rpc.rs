@@ -1,5 +1,7 @@
 //! MCP over streamable HTTP, stateless, answered with JSON: `initialize`, `ping`, `tools/list`,
-//! `tools/call` and `resources/read` of handles (with empty resource lists), with our own small JSON-RPC handling (rmcp's service layer needs tokio,
+//! `tools/call`, `resources/read` of handles, and the Skills extension (`skills/list`,
+//! `skills/get`, `resources/directory/read`, `skill://` files by `resources/read`, the skills'
+//! `SKILL.md` in `resources/list`; built in `skills`), with our own small JSON-RPC handling (rmcp's service layer needs tokio,
 //! which does not run in a Worker). The tool definitions and instructions come from the core,
 //! so `tools/list` is the local hub's, byte for byte.
 //!
@@ -23,6 +25,8 @@ use capabilities_core::surface::envelope::{Envelope, EnvelopeStatus};
 use capabilities_core::surface::tools;
 use serde_json::{Map, Value, json};
 
+use crate::skills::{self, PushedSkill};
+
 /// Protocol versions this endpoint speaks; the first is what a client asking for another gets.
 pub const PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2026-07-28", "2025-06-18"];
 
@@ -39,6 +43,14 @@ pub trait Tenant {
     /// (the same words for an unknown handle and another tenant's).
     fn read_resource<'a>(&'a self, uri: &'a str) -> LocalBoxFuture<'a, Result<Value, String>> {
         Box::pin(async move { Err(format!("there is no handle `{uri}`")) })
+    }
+    /// The skill library served.
+    fn skills(&self) -> &[PushedSkill] {
+        &[]
+    }
+    /// The bytes of the skill file with this sha256.
+    fn skill_file<'a>(&'a self, sha256: &'a str) -> LocalBoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move { Err(format!("the hub has no skill file {sha256}")) })
     }
     /// In direct mode, the profile's tool definitions; `None` in code mode (the three tools).
     fn direct(&self) -> Option<&[Value]> {
@@ -116,10 +128,27 @@ pub async fn handle(body: &[u8], tenant: &dyn Tenant, limits: &Limits) -> Option
             Some(listed) => success(id, json!({ "tools": listed })),
             None => success(id, json!({ "tools": tools::definitions(limits) })),
         },
-        // Handles are resources a client reads from the links it was given; none is listed.
-        "resources/list" => success(id, json!({ "resources": [] })),
+        // Handles are resources a client reads from the links it was given, never listed; each
+        // skill's `SKILL.md` is, as on the local hub.
+        "resources/list" => success(id, json!({ "resources": skills::resources(tenant.skills()) })),
         "resources/templates/list" => success(id, json!({ "resourceTemplates": [] })),
+        "skills/list" => success(id, skills::list(tenant.skills())),
+        "skills/get" | "resources/directory/read" => {
+            let uri = params.get("uri").and_then(Value::as_str).unwrap_or_default();
+            let answer = match method {
+                "skills/get" => skills::get(tenant.skills(), uri),
+                _ => skills::directory(tenant.skills(), uri),
+            };
+            match answer {
+                Ok(result) => success(id, result),
+                Err(message) => error(id, -32602, &message),
+            }
+        }
         "resources/read" => match params.get("uri").and_then(Value::as_str) {
+            Some(uri) if uri.starts_with(skills::SCHEME) => match read_skill_file(tenant, uri).await {
+                Ok(result) => success(id, result),
+                Err(message) => error(id, -32002, &message),
+            },
             Some(uri) => match tenant.read_resource(uri).await {
                 Ok(result) => success(id, result),
                 Err(message) => error(id, -32002, &message),
@@ -131,6 +160,27 @@ pub async fn handle(body: &[u8], tenant: &dyn Tenant, limits: &Limits) -> Option
             Err(message) => error(id, -32602, &message),
         },
         other => error(id, -32601, &format!("method `{other}` is not served here")),
+    })
+}
+
+/// `resources/read` of a `skill://` URI: the file's bytes as text or base64.
+async fn read_skill_file(tenant: &dyn Tenant, uri: &str) -> Result<Value, String> {
+    let unknown = || format!("the hub has no skill file {uri}");
+    let (skill, file) = skills::file(tenant.skills(), uri).ok_or_else(unknown)?;
+    let bytes = tenant.skill_file(&file.sha256).await?;
+    if !skills::matches(&file.sha256, &bytes) {
+        return Err(format!("skill file {uri} is damaged in the hub's storage; push the hub again"));
+    }
+    Ok(skills::contents(uri, &format!("{}/{}", skill.name, file.path), &bytes))
+}
+
+/// What the hub declares it serves: tools, resources and the Skills extension (with
+/// `resources/directory/read`).
+fn capabilities() -> Value {
+    json!({
+        "extensions": { "io.modelcontextprotocol/skills": { "directoryRead": true } },
+        "resources": {},
+        "tools": {},
     })
 }
 
@@ -147,7 +197,7 @@ fn initialize(params: &Value, instructions: &str) -> Value {
     let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
     json!({
         "protocolVersion": version,
-        "capabilities": { "tools": {}, "resources": {} },
+        "capabilities": capabilities(),
         "serverInfo": { "name": "capabilities", "version": env!("CARGO_PKG_VERSION") },
         "instructions": instructions
     })
@@ -158,7 +208,7 @@ fn discover(instructions: &str) -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
-        "capabilities": { "tools": {}, "resources": {} },
+        "capabilities": capabilities(),
         "instructions": instructions,
         "ttlMs": 0,
         "cacheScope": "private",

@@ -10,7 +10,7 @@ use crate::settings::{GlobalArgs, Settings};
 
 /// One MCP endpoint for every tool your agents use.
 #[derive(Debug, Parser)]
-#[command(name = "capabilities", version, propagate_version = true)]
+#[command(name = "capabilities", version = crate::install::VERSION, propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -32,6 +32,9 @@ pub enum Command {
         #[arg(value_enum)]
         which: crate::demo_servers::DemoServer,
     },
+    /// Print what the site's reference pages are generated from, as JSON (`cargo xtask site`).
+    #[command(name = "docs-data", hide = true)]
+    DocsData,
 }
 
 #[derive(Debug, Subcommand)]
@@ -99,6 +102,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
         Command::DemoServer { which } => crate::demo_servers::serve(which).map(|()| ExitCode::SUCCESS),
+        Command::DocsData => commands::docs_data::run(),
         Command::Hub(HubCommand::Demo(args)) => commands::demo::run(&settings, args),
         Command::Hub(HubCommand::Init(args)) => commands::init::run(&settings, args),
         Command::Hub(HubCommand::Import(args)) => commands::import::run(&settings, args),

@@ -163,6 +163,8 @@ pub fn remove_source(store: &Store, namespace: &Namespace) -> Result<bool> {
     if before != (policy.rules.len(), policy.reviewed.len()) {
         save_policy(store, &policy)?;
     }
+    // Its installed package stays in `packages/` (another source may run it); the pin goes.
+    crate::packages::set(store, ns, None)?;
     Ok(existed)
 }
 
@@ -175,6 +177,14 @@ pub fn command_line(spec: &SourceSpec) -> Option<String> {
             words.extend(args.iter().map(|a| quote(a)));
             Some(words.join(" "))
         }
+        _ => None,
+    }
+}
+
+/// How a stdio source is isolated, for the review screen: `None` when it runs as the person.
+pub fn isolation_line(spec: &SourceSpec) -> Option<String> {
+    match &spec.transport {
+        SourceTransport::Stdio { isolation: Some(isolation), .. } => Some(isolation.describe()),
         _ => None,
     }
 }
@@ -304,6 +314,7 @@ mod tests {
                 env: [("MEMORY_FILE_PATH".to_owned(), "/tmp/m.jsonl".to_owned())].into(),
                 env_slots: vec![],
                 cwd: None,
+                isolation: None,
             },
         };
         expect![[r#"MEMORY_FILE_PATH=/tmp/m.jsonl node '/a b/index.js' --x"#]]

@@ -11,9 +11,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+mod dist;
 mod fuzz;
 mod hosted;
 mod setup;
+mod site;
 #[cfg(test)]
 mod tidy;
 
@@ -31,7 +33,8 @@ commands:
            Chromium, Node.js and npm, the wasm32 target and cargo-nextest (as root with
            apt-get it installs the missing Debian packages; else it says what to run), then
            fmt check, clippy (warnings denied), the hosted Worker bundle, nextest over the
-           whole workspace (tidy tests included), core for wasm32 (build and clippy)
+           whole workspace (tidy and site tests included), `site --check`, core for wasm32
+           (build and clippy)
   bench [args]
            the criterion benchmarks of the workspace (extra arguments go to cargo bench)
   invariants [--long]
@@ -65,6 +68,18 @@ commands:
            --live drives a real model (report in evals/results/live/); --hosted runs code
            mode on the Worker in workerd (report in evals/results/hosted/); other arguments
            (--out, --transcripts, --task) go to the evals binary
+  site [--check] [--serve] [--out DIR] [--port N]
+           build the documentation site from site/ into <target>/site (or DIR): writes the
+           generated sections of its pages from the built binary's `docs-data` first
+           (--check fails instead when one is stale), then every page as HTML and Markdown,
+           llms.txt, llms-full.txt, docs.json, sitemap.xml, robots.txt; --serve serves it on
+           127.0.0.1 (port 8788 unless told)
+  dist [--target TRIPLE]...
+           the release artefacts in <target>/dist: stripped release binaries for x86_64- and
+           aarch64-unknown-linux-gnu (arm64 with cargo-zigbuild and Zig from PyPI, run with
+           --version under qemu-user), capabilities-<version>-<target>.tar.gz for each, the npm
+           packages from npm/ (npm pack) and SHA256SUMS, all reproducible; the *-apple-darwin
+           targets are built on a Mac (they need its SDK)
   help     this text
 ";
 
@@ -92,6 +107,8 @@ fn run() -> Result<()> {
         Some("wasm") => wasm(),
         Some("hosted") => hosted::hosted(&args[1..]),
         Some("evals") => evals(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
+        Some("site") => site::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             eprint!("{HELP}");
             Ok(())
@@ -117,6 +134,10 @@ fn test() -> Result<()> {
     let mut tests = cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]);
     tests.env("CAPABILITIES_BIN", target_dir().join("debug/capabilities"));
     step("tests", tests)?;
+    // The site's generated sections against that binary (its tests, above, build and check it).
+    let mut site = Command::new(std::env::current_exe().context("finding xtask")?);
+    site.args(["site", "--check"]).env("CAPABILITIES_BIN", target_dir().join("debug/capabilities"));
+    step("site --check", site)?;
     wasm()
 }
 

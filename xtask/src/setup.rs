@@ -31,18 +31,27 @@ const fn program(name: &'static str, package: &'static str) -> Program {
 const C_TOOLCHAIN: [Program; 2] = [program("clang", "clang"), program("wasm-ld", "lld")];
 
 /// The rest of what the test suite runs.
-const TEST_PROGRAMS: [Program; 6] = [
+const TEST_PROGRAMS: [Program; 7] = [
     program("dbus-run-session", "dbus-daemon"),
     program("gnome-keyring-daemon", "gnome-keyring"),
     program("secret-tool", "libsecret-tools"),
     program("/usr/bin/chromium", "chromium"),
     Program { name: "node", package: None },
     Program { name: "npm", package: None },
+    // Isolated stdio sources (`local/tests/it/packages.rs`).
+    program("bwrap", "bubblewrap"),
 ];
 
 /// clang and wasm-ld, installed as Debian packages when missing and xtask runs as root.
 pub(crate) fn ensure_c_toolchain() -> Result<()> {
     ensure_programs(&C_TOOLCHAIN.iter().collect::<Vec<_>>())
+}
+
+/// `(program or file, Debian package)` pairs, installed as [`ensure_test_tools`] installs its
+/// own: `cargo xtask dist` asks for llvm-strip, qemu-user and arm64's C library this way.
+pub(crate) fn ensure_debian(wanted: &[(&'static str, &'static str)]) -> Result<()> {
+    let programs: Vec<Program> = wanted.iter().map(|&(name, package)| program(name, package)).collect();
+    ensure_programs(&programs.iter().collect::<Vec<_>>())
 }
 
 /// Everything `cargo xtask test` needs, checked up front: the programs (installing missing

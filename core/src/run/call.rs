@@ -161,9 +161,12 @@ impl<'e> AttemptBridge<'e, '_> {
 
     async fn settle(&self, seq: u32, outcome: CallOutcome, ms: u64) -> GuestReply {
         let entry = JournalEntry::Outcome { seq, outcome, ms };
-        if let Err(err) = self.journal_ref(&entry).await {
-            return self.fail_run(err);
+        // Durable with the next call's intent or the run's record, before either leaves.
+        let engine = self.engine;
+        if let Err(err) = engine.store.append_journal_deferred(&self.run_id, &entry).await {
+            return self.fail_run(failures::journal_failed(&err, engine.words));
         }
+        self.calls.borrow_mut().note(&entry);
         match entry {
             JournalEntry::Outcome { outcome: CallOutcome::Ok { value }, .. } => GuestReply::Ok(value),
             JournalEntry::Outcome { outcome: CallOutcome::Err { failure }, .. } => GuestReply::Err(failure),

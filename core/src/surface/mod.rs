@@ -34,12 +34,23 @@ pub struct Surface {
     pub skills: Vec<skills::SkillDoc>,
     /// Where `hub.skill` reads their files; none: code cannot read them on this hub.
     pub skill_files: Option<Box<dyn SkillFiles>>,
+    /// The words of `skills`, indexed on the first search (the host sets `skills` once, before).
+    skill_index: std::sync::OnceLock<skills::SkillIndex>,
 }
 
 impl Surface {
     pub fn new(catalog: Catalog, policy: CompiledPolicy, limits: Limits, words: HostWords) -> Surface {
         let index = Index::build(&catalog);
-        Surface { catalog, index, policy, limits, words, skills: Vec::new(), skill_files: None }
+        Surface {
+            catalog,
+            index,
+            policy,
+            limits,
+            words,
+            skills: Vec::new(),
+            skill_files: None,
+            skill_index: std::sync::OnceLock::new(),
+        }
     }
 
     /// The surface of a hub's configuration. A stored policy that does not compile gives way to
@@ -72,7 +83,8 @@ impl Surface {
         let mut text = search::render(&self.catalog, &self.index, &args, &|a| self.effect(a), &self.words);
         // Skills go after the tools: a namespace's search is about its tools.
         if args.namespace.is_none() {
-            for line in skills::search_lines(&skills::matching(&self.skills, &args.query)) {
+            let index = self.skill_index.get_or_init(|| skills::SkillIndex::new(&self.skills));
+            for line in skills::search_lines(&index.matching(&self.skills, &args.query)) {
                 text.push('\n');
                 text.push_str(&line);
             }

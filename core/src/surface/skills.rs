@@ -56,20 +56,55 @@ fn words(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// The skills sharing words with `query`, most shared first (then by name); none for an empty
-/// query.
-pub fn matching<'s>(skills: &'s [SkillDoc], query: &str) -> Vec<&'s SkillDoc> {
-    let wanted = words(query);
-    if wanted.is_empty() {
-        return Vec::new();
+/// Which skills each word is in: built once per library, so a search looks only at the skills
+/// that share a word with it rather than at every skill.
+#[derive(Debug, Default)]
+pub struct SkillIndex {
+    by_word: std::collections::BTreeMap<String, Vec<u32>>,
+}
+
+impl SkillIndex {
+    pub fn new(skills: &[SkillDoc]) -> SkillIndex {
+        let mut by_word: std::collections::BTreeMap<String, Vec<u32>> = std::collections::BTreeMap::new();
+        for (i, skill) in skills.iter().enumerate() {
+            for word in &skill.words {
+                by_word.entry(word.clone()).or_default().push(i as u32);
+            }
+        }
+        SkillIndex { by_word }
     }
-    let mut scored: Vec<(usize, &SkillDoc)> = skills
-        .iter()
-        .map(|s| (s.words.intersection(&wanted).count(), s))
-        .filter(|(shared, _)| *shared > 0)
-        .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
-    scored.into_iter().map(|(_, s)| s).take(MAX_SHOWN).collect()
+
+    /// The skills sharing words with `query`, most shared first (then by name); none for an
+    /// empty query. `skills` is the library the index was built from.
+    pub fn matching<'s>(&self, skills: &'s [SkillDoc], query: &str) -> Vec<&'s SkillDoc> {
+        let mut shared = vec![0u16; skills.len()];
+        let mut hit = Vec::new();
+        for word in words(query) {
+            for &i in self.by_word.get(&word).into_iter().flatten() {
+                let Some(count) = shared.get_mut(i as usize) else { continue };
+                if *count == 0 {
+                    hit.push(i as usize);
+                }
+                *count = count.saturating_add(1);
+            }
+        }
+        let order = |a: &usize, b: &usize| {
+            shared[*b].cmp(&shared[*a]).then_with(|| skills[*a].name.cmp(&skills[*b].name))
+        };
+        // Only the first few are shown: put them in front, then sort just those.
+        if hit.len() > MAX_SHOWN {
+            hit.select_nth_unstable_by(MAX_SHOWN - 1, order);
+            hit.truncate(MAX_SHOWN);
+        }
+        hit.sort_by(order);
+        hit.into_iter().map(|i| &skills[i]).collect()
+    }
+}
+
+/// The skills sharing words with `query`, most shared first (then by name); none for an empty
+/// query. Builds the index each time: a host that searches often keeps a [`SkillIndex`].
+pub fn matching<'s>(skills: &'s [SkillDoc], query: &str) -> Vec<&'s SkillDoc> {
+    SkillIndex::new(skills).matching(skills, query)
 }
 
 /// The lines `search` adds for `shown`; none when there are none.
@@ -144,7 +179,7 @@ pub fn no_skills() -> ToolFailure {
     failure(
         "unknown_skill",
         "this hub has no skills to read".to_owned(),
-        "a person adds skills with `capabilities hub skills add`; search lists the ones there are",
+        "a person adds skills to the hub; search lists the ones there are",
     )
 }
 
@@ -235,7 +270,7 @@ pub fn unreadable(err: &dyn std::fmt::Display) -> ToolFailure {
         ..failure(
             "store_failed",
             format!("the hub could not read the skill's file: {err}"),
-            "`capabilities hub skills list` says whether a skill changed or lost files",
+            "the hub's skill list says whether a skill changed or lost files since it was added",
         )
     }
 }

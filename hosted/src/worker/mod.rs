@@ -32,6 +32,7 @@ mod object;
 mod platform;
 mod push;
 mod recorder;
+mod skills;
 mod store;
 mod tenant;
 mod upstream;
@@ -62,7 +63,7 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     let settings = &config.settings;
     match path.as_str() {
         p if p == "/mcp" || p.starts_with("/mcp/") => mcp(request, &env, &config, &p[1..]).await,
-        "/hub/push" | "/hub/status" => hub_api(request, &env, &config, &path).await,
+        "/hub/push" | "/hub/push/files" | "/hub/status" => hub_api(request, &env, &config, &path).await,
         "/inbox" | "/inbox/decide" => inbox::entry(request, &env, &config, &path).await,
         "/.well-known/oauth-protected-resource" | "/.well-known/oauth-protected-resource/mcp" => {
             public_json(&metadata::protected_resource(settings))
@@ -153,14 +154,14 @@ async fn mcp(mut request: Request, env: &Env, config: &AccessConfig, rest: &str)
     forward(&mut request, env, &claims.tenant, rest, headers).await
 }
 
-/// `/hub/push` and `/hub/status`, for `hub push` and `hub status`: a token with the
+/// `/hub/push`, `/hub/push/files` and `/hub/status`, for `hub push` and `hub status`: a token with the
 /// `hub:admin` scope, its tenant only.
 async fn hub_api(mut request: Request, env: &Env, config: &AccessConfig, path: &str) -> Result<Response> {
     let claims = match signed_in(&request, config, SCOPE_ADMIN)? {
         Ok(claims) => claims,
         Err(refused) => return Ok(refused),
     };
-    let wanted = if path == "/hub/push" { Method::Post } else { Method::Get };
+    let wanted = if path == "/hub/status" { Method::Get } else { Method::Post };
     if request.method() != wanted {
         return Response::error(format!("{path} takes {wanted}"), 405);
     }

@@ -18,17 +18,20 @@ use capabilities_core::policy::PolicyState;
 use capabilities_core::profile::{DEFAULT, Profile};
 use capabilities_core::surface::Surface;
 use capabilities_core::surface::direct::DirectTools;
+use capabilities_core::surface::skills::SkillDoc;
 use capabilities_core::wording::HostWords;
 use serde_json::Value;
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
 use super::access::access_config;
 use super::oauth::Refreshing;
+use super::skills::StoredSkillFiles;
 use super::store::SqlStore;
 use super::tenant::TenantHub;
 use super::upstream::Sessions;
 use crate::records::{Source, catalog, tenant_limits};
 use crate::rpc;
+use crate::skills::PushedSkill;
 use crate::split_tenant;
 
 /// The largest request body accepted, in bytes.
@@ -44,6 +47,12 @@ pub(super) struct Loaded {
     words: HostWords,
     /// The profiles loaded or pushed, besides the built-in `default`.
     profiles: Vec<Profile>,
+    /// The skill library pushed, served on every profile.
+    pub(super) skills: Rc<Vec<PushedSkill>>,
+    /// The same as `search` and `describe` show it.
+    skill_docs: Vec<SkillDoc>,
+    /// Where `hub.skill` reads their files.
+    store: SqlStore,
     /// Each profile's surface, built on its first request.
     served: RefCell<BTreeMap<String, Rc<Served>>>,
     /// MCP sessions open with the sources, reused across runs.
@@ -74,9 +83,12 @@ impl Loaded {
                 None => return Ok(None),
             },
         };
-        let (surface, invalid) = profile
+        let (mut surface, invalid) = profile
             .surface(&self.catalog, self.policy.clone(), self.limits, self.words.clone())
             .map_err(|err| format!("profile `{name}` cannot be served ({err}); load or push it again"))?;
+        surface.skills = self.skill_docs.clone();
+        surface.skill_files =
+            Some(Box::new(StoredSkillFiles { store: self.store.clone(), skills: Rc::clone(&self.skills) }));
         if let Some(err) = invalid {
             worker::console_warn!("the policy is invalid ({err}); every tool asks until it is loaded again");
         }
@@ -125,6 +137,7 @@ impl DurableObject for Hub {
             (worker::Method::Get, "admin/pending") => self.pending(),
             (worker::Method::Post, "admin/approve") => self.approve(&tenant, &body).await,
             (worker::Method::Post, "hub/push") => self.push(&tenant, &account(&request).0, &body).await,
+            (worker::Method::Post, "hub/push/files") => self.push_files(&body).await,
             (worker::Method::Get, "hub/status") => self.status(&tenant, &account(&request)),
             (worker::Method::Get, "inbox") => {
                 self.inbox(&account(&request).1, &super::inbox::csrf_of(&request))
@@ -173,6 +186,8 @@ impl Hub {
         for problem in problems.into_iter().chain(more) {
             worker::console_warn!("{problem}");
         }
+        let skills = store.skills().map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let skill_docs = store.skill_docs(&skills);
         let issuer = access_config(&self.env).and_then(|c| c.ok()).map(|c| c.settings.issuer);
         let loaded = Rc::new(Loaded {
             catalog: catalog(&sources),
@@ -181,6 +196,9 @@ impl Hub {
             limits: tenant_limits(timeout),
             words: crate::words(tenant, issuer.as_deref()),
             profiles,
+            skills: Rc::new(skills),
+            skill_docs,
+            store,
             served: RefCell::default(),
             sessions: Rc::default(),
             refreshing: Rc::default(),

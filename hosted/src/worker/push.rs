@@ -1,8 +1,10 @@
 //! The tenant object's side of `hub push` and `hub status` (the Worker's entry checks the
-//! `hub:admin` token and names the account): `POST hub/push` answers with the plan and its hash,
-//! or applies it when the push carries the same hash; `GET hub/status` says what the tenant
-//! serves, how each source fared on its last call, the last push and the calls waiting for a
-//! person.
+//! `hub:admin` token and names the account): `POST hub/push` answers with the plan, its hash
+//! and the skill files whose bytes it still needs (`missing`, sha256s), or applies it when the
+//! push carries the same hash and every skill file is here; `POST hub/push/files` takes those
+//! bytes in parts (`{ "parts": [...] }`, checked against their sha256: `skills.rs`);
+//! `GET hub/status` says what the tenant serves (sources, profiles, skills), how each source
+//! fared on its last call, the last push and the calls waiting for a person.
 
 use capabilities_core::ports::Clock;
 use serde_json::{Value, json};
@@ -13,6 +15,7 @@ use super::object::Hub;
 use super::platform::WorkerClock;
 use crate::push::{self, Push};
 use crate::records::OAUTH_SLOT;
+use crate::skills::Part;
 
 fn answer(status: u16, body: &Value) -> Result<Response> {
     let response = Response::from_json(body)?.with_status(status);
@@ -42,8 +45,9 @@ impl Hub {
         let current = store.current().map_err(internal)?;
         let plan = push.plan(&current);
         let hash = push::hash(&current, &push);
+        let missing = store.missing_files(&push.skills).map_err(internal)?;
         let Some(wanted) = push.apply.as_deref() else {
-            return answer(200, &json!({ "plan": plan, "hash": hash, "applied": false }));
+            return answer(200, &json!({ "plan": plan, "hash": hash, "applied": false, "missing": missing }));
         };
         if wanted != hash {
             return answer(
@@ -53,6 +57,21 @@ impl Hub {
                               nothing was applied: look at the new plan and push again",
                     "plan": plan,
                     "hash": hash,
+                }),
+            );
+        }
+        if !missing.is_empty() {
+            return answer(
+                409,
+                &json!({
+                    "error": format!(
+                        "the bytes of {} skill file{} have not arrived; nothing was applied: push again",
+                        missing.len(),
+                        if missing.len() == 1 { "" } else { "s" }
+                    ),
+                    "plan": plan,
+                    "hash": hash,
+                    "missing": missing,
                 }),
             );
         }
@@ -74,11 +93,39 @@ impl Hub {
             "removed": plan.removed,
             "leftOut": plan.left_out.iter().map(|l| l.namespace.as_str()).collect::<Vec<_>>(),
             "profiles": plan.profiles,
+            "skills": push.skills.len(),
         });
         store.apply_push(&push, &kept, &key, tenant, &mut Hub::seal_nonce, &record).map_err(internal)?;
         store.sync("push").await.map_err(internal)?;
         self.forget_loaded();
         answer(200, &json!({ "plan": plan, "hash": hash, "applied": true }))
+    }
+
+    /// Parts of skill files for a push to come: each checked, a whole file kept only when its
+    /// bytes match its sha256.
+    pub(super) async fn push_files(&self, body: &[u8]) -> Result<Response> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Upload {
+            parts: Vec<Part>,
+        }
+        let upload: Upload = match serde_json::from_slice(body) {
+            Ok(upload) => upload,
+            Err(err) => {
+                return refused(
+                    400,
+                    format!("the upload is not `{{\"parts\": [...]}}` ({err}); nothing was stored"),
+                );
+            }
+        };
+        let store = self.store()?;
+        match store.put_parts(&upload.parts).map_err(internal)? {
+            Ok(whole) => {
+                store.sync("skill files").await.map_err(internal)?;
+                answer(200, &json!({ "stored": upload.parts.len(), "whole": whole }))
+            }
+            Err(why) => refused(400, why),
+        }
     }
 
     /// What `hub status` shows of the tenant.
@@ -140,6 +187,12 @@ impl Hub {
                 })
             })
             .collect();
+        let skills: Vec<Value> = store
+            .skills()
+            .map_err(internal)?
+            .iter()
+            .map(|s| json!({ "name": s.name, "digest": s.digest, "files": s.files.len() }))
+            .collect();
         answer(
             200,
             &json!({
@@ -150,6 +203,7 @@ impl Hub {
                 "sources": sources,
                 "profiles": profiles,
                 "unreadableProfiles": unreadable,
+                "skills": skills,
                 "waiting": self.waiting()?,
                 "inbox": inbox,
             }),

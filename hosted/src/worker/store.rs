@@ -3,7 +3,7 @@
 //! journals (the core's `RunStore` port). A journal append returns only after
 //! `storage.sync()`, so the entry is on disk before its result reaches the guest. It also keeps
 //! the nonces of spent approval states, one row per use, and the last pushes (`hub push`). The
-//! text behind handles is in `blobs.rs`.
+//! text behind handles is in `blobs.rs`, the skill library in `skills.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,7 +19,7 @@ use crate::push::{Current, Push};
 use crate::records::{Load, SecretValues, Source};
 use crate::seal::SealKey;
 
-const SCHEMA: [&str; 10] = [
+const SCHEMA: [&str; 13] = [
     "CREATE TABLE IF NOT EXISTS settings (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, record TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, \
@@ -36,6 +36,12 @@ const SCHEMA: [&str; 10] = [
     "CREATE TABLE IF NOT EXISTS blobs (run_id TEXT NOT NULL, handle TEXT NOT NULL, part INTEGER NOT NULL, \
      start INTEGER NOT NULL, len INTEGER NOT NULL, total INTEGER NOT NULL, created_ms INTEGER NOT NULL, \
      data TEXT NOT NULL, PRIMARY KEY (run_id, handle, part))",
+    // The skill library `hub push` sends (`skills.rs`): each skill's manifest, and its files'
+    // bytes by sha256, in parts, with the files that arrived whole and matched.
+    "CREATE TABLE IF NOT EXISTS skills (name TEXT PRIMARY KEY, record TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS skill_parts (sha256 TEXT NOT NULL, part INTEGER NOT NULL, data TEXT NOT NULL, \
+     PRIMARY KEY (sha256, part))",
+    "CREATE TABLE IF NOT EXISTS skill_files (sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL)",
 ];
 
 #[derive(Deserialize)]
@@ -217,7 +223,8 @@ impl SqlStore {
             .map(|s| (s.namespace, s.connection, s.slot))
             .collect();
         let (profiles, _) = self.profiles()?;
-        Ok(Current { sources, policy, filled, profiles })
+        let skills = self.skills()?;
+        Ok(Current { sources, policy, filled, profiles, skills })
     }
 
     /// Applies a checked push: sources and policy replaced, the stored values in `kept` kept,
@@ -244,6 +251,7 @@ impl SqlStore {
         self.put_sources_now(&push.sources)?;
         self.put_policy_now(&push.policy)?;
         self.put_profiles_now(&push.profiles)?;
+        self.put_skills_now(&push.skills)?;
         self.put_sealed_now(&push.secrets, key, tenant, nonce)?;
         self.exec("push", "INSERT INTO pushes (record) VALUES (?)", vec![text(&record.to_string())])?;
         self.exec(

@@ -218,6 +218,14 @@ impl rpc::Tenant for TenantHub {
         })
     }
 
+    fn skills(&self) -> &[crate::skills::PushedSkill] {
+        &self.loaded.skills
+    }
+
+    fn skill_file<'a>(&'a self, sha256: &'a str) -> LocalBoxFuture<'a, std::result::Result<Vec<u8>, String>> {
+        Box::pin(async move { self.store.file_bytes(sha256).map_err(|e| e.to_string()) })
+    }
+
     fn ask<'a>(&'a self, run_id: &'a str) -> LocalBoxFuture<'a, std::result::Result<Option<Value>, String>> {
         Box::pin(async move {
             let Some(key) = &self.approval_key else {

@@ -74,8 +74,16 @@ fn initialize_and_tools_list_are_the_local_hubs() {
         );
         assert_eq!(init["protocolVersion"], version);
         assert_eq!(init["instructions"], snapshot["instructions"]);
-        // Resources: a handle's parts, read with `resources/read`.
-        assert_eq!(init["capabilities"], json!({"tools": {}, "resources": {}}));
+        // Resources: a handle's parts and the skills' files, read with `resources/read`; the
+        // Skills extension with `resources/directory/read`.
+        assert_eq!(
+            init["capabilities"],
+            json!({
+                "tools": {},
+                "resources": {},
+                "extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}},
+            })
+        );
     }
     assert_eq!(hub.rpc("acme", "ping", json!({})), json!({}));
     let listed = hub.rpc("acme", "tools/list", json!({}));

@@ -10,5 +10,6 @@ mod oauth;
 mod openapi;
 mod profiles;
 mod push;
+mod skills;
 mod support;
 mod wrangler;

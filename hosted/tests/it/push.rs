@@ -31,7 +31,7 @@ impl Local {
         Local { dir, hub: hub.public(), document: site_document() }
     }
 
-    fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.dir.path().join("hub")
     }
 

@@ -50,6 +50,21 @@ pub struct AddArgs {
     /// Consent to run the command and accept the proposed policy without prompting.
     #[arg(long, short)]
     pub yes: bool,
+    /// Run a stdio command isolated with bubblewrap (the default for `npm:` installs): the
+    /// filesystem read-only, the home directory hidden, a private writable state directory, no
+    /// network unless `--net`.
+    #[arg(long, conflicts_with = "no_isolate")]
+    pub isolate: bool,
+    /// Run an `npm:` install unisolated, on purpose (as you, with your files and network).
+    #[arg(long)]
+    pub no_isolate: bool,
+    /// Grant an isolated source the network (it has loopback only otherwise).
+    #[arg(long)]
+    pub net: bool,
+    /// Grant an isolated source reading a directory (bound read-only; repeatable), for
+    /// example a server's own checkout under your home directory.
+    #[arg(long = "read", value_name = "DIR")]
+    pub read: Vec<String>,
     #[command(flatten)]
     pub sign_in: SignInArgs,
     #[command(flatten)]
@@ -155,7 +170,10 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
     {
         return super::add_api::run(settings, &store, target, &args);
     }
-    let transport = transport(&args)?;
+    if let Some(target) = args.url.as_deref().filter(|t| t.starts_with("npm:") || t.starts_with("pypi:")) {
+        return super::add_package::run(settings, &store, target, &args);
+    }
+    let mut transport = transport(&args)?;
     let namespace = match &args.namespace {
         Some(raw) => Namespace::new(raw).map_err(|e| {
             UsageError(format!("`{raw}` is not a valid namespace ({e}); pick another with `--namespace`"))
@@ -170,9 +188,39 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
         ))
         .into());
     }
+    match &mut transport {
+        SourceTransport::Stdio { isolation, .. } if args.isolate => {
+            let granted = super::add_package::granted_dirs(&args.read)?;
+            *isolation = Some(super::add_package::isolation(&store, ns, granted, args.net)?);
+        }
+        SourceTransport::Stdio { .. } if args.net => {
+            return Err(
+                UsageError("`--net` grants an isolated source the network: add `--isolate`".into()).into()
+            );
+        }
+        SourceTransport::Stdio { .. } if !args.read.is_empty() => {
+            return Err(
+                UsageError("`--read` grants an isolated source a directory: add `--isolate`".into()).into()
+            );
+        }
+        SourceTransport::Stdio { .. } => {}
+        _ if args.isolate || args.net || args.no_isolate || !args.read.is_empty() => {
+            return Err(UsageError(
+                "`--isolate`, `--no-isolate`, `--net` and `--read` are for stdio servers (a command after `--`, or `npm:<package>`)"
+                    .into(),
+            )
+            .into());
+        }
+        _ => {}
+    }
     let spec = SourceSpec { namespace: ns.to_owned(), transport };
     if let Some(line) = sources::command_line(&spec) {
-        eprintln!("source `{ns}` runs this command on your machine, as you:\n  {line}");
+        match sources::isolation_line(&spec) {
+            Some(isolated) => {
+                eprintln!("source `{ns}` runs this command on your machine, {isolated}:\n  {line}")
+            }
+            None => eprintln!("source `{ns}` runs this command on your machine, as you:\n  {line}"),
+        }
         if !args.yes {
             if settings.no_input {
                 return Err(UsageError(
@@ -335,25 +383,32 @@ fn transport(args: &AddArgs) -> Result<SourceTransport> {
                     UsageError("`--header` is for URLs; use `--env` for a stdio server".into()).into()
                 );
             }
-            let mut env = BTreeMap::new();
-            let mut env_slots = Vec::new();
-            for item in &args.env {
-                match item.split_once('=') {
-                    Some((name, value)) => {
-                        env.insert(name.to_owned(), value.to_owned());
-                    }
-                    None => env_slots.push(item.clone()),
-                }
-            }
+            let (env, env_slots) = stdio_env(args);
             Ok(SourceTransport::Stdio {
                 command: command.clone(),
                 args: rest.to_vec(),
                 env,
                 env_slots,
                 cwd: None,
+                isolation: None,
             })
         }
     }
+}
+
+/// `--env` split into plain values and credential slots.
+pub(super) fn stdio_env(args: &AddArgs) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut env = BTreeMap::new();
+    let mut env_slots = Vec::new();
+    for item in &args.env {
+        match item.split_once('=') {
+            Some((name, value)) => {
+                env.insert(name.to_owned(), value.to_owned());
+            }
+            None => env_slots.push(item.clone()),
+        }
+    }
+    (env, env_slots)
 }
 
 /// A namespace proposed from the URL's host or the server's package name.
@@ -415,6 +470,7 @@ mod tests {
             env: BTreeMap::new(),
             env_slots: vec![],
             cwd: None,
+            isolation: None,
         };
         suggest(&transport).to_string()
     }

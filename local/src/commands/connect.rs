@@ -70,14 +70,12 @@ pub fn run(settings: &Settings, args: ConnectArgs) -> Result<ExitCode> {
     Ok(if steps.iter().any(|s| s.action == "failed") { Exit::Failure } else { Exit::Ok }.into())
 }
 
-/// The entry a harness gets: this binary by its absolute path, serving `profile`.
-pub fn hub_entry(profile: &str) -> Result<HubEntry> {
-    let exe = std::env::current_exe().context("finding the path of this binary")?;
-    let exe = exe.canonicalize().with_context(|| format!("resolving {}", exe.display()))?;
-    if !exe.is_file() {
-        bail!("{} is not a file; run connect from the installed `capabilities` binary", exe.display());
-    }
-    let command = exe.to_str().context("the binary's path is not UTF-8; move it to a plain path")?.to_owned();
+/// The entry a harness gets, serving `profile`: a command that outlives this binary's path
+/// (`install::entry_command`: the npm launcher, else `<hub>/bin/capabilities`).
+pub fn hub_entry(hub: &std::path::Path, profile: &str) -> Result<HubEntry> {
+    let command = crate::install::entry_command(hub);
+    let command =
+        command.to_str().context("the hub's path is not UTF-8; move it to a plain path")?.to_owned();
     let env = std::env::var("CAPABILITIES_HOME")
         .ok()
         .filter(|v| !v.is_empty())
@@ -98,7 +96,8 @@ pub fn connect(
     profile: &str,
 ) -> Result<Vec<Step>> {
     let home = harness::home_dir()?;
-    let entry = hub_entry(profile)?;
+    crate::install::refresh_link(&settings.home)?;
+    let entry = hub_entry(&settings.home, profile)?;
     let targets: Vec<&'static Descriptor> = if clients.is_empty() {
         harness::HARNESSES.iter().filter(|h| h.present(&home)).collect()
     } else {
@@ -239,7 +238,7 @@ fn edit_one(
 /// `connect --list`: every harness the hub knows (or those named), found or not.
 fn list(settings: &Settings, clients: &[String], profile: &str) -> Result<ExitCode> {
     let home = harness::home_dir()?;
-    let entry = hub_entry(profile)?;
+    let entry = hub_entry(&settings.home, profile)?;
     let rows: Vec<serde_json::Value> = harness::select(clients)?
         .into_iter()
         .map(|h| {

@@ -85,6 +85,7 @@ fn demo(settings: &Settings, args: &DemoArgs, home: &std::path::Path) -> Result<
                 env: Default::default(),
                 env_slots: Vec::new(),
                 cwd: None,
+                isolation: None,
             },
         };
         let manifest = super::add::register(&store, &spec, &Credentials::default())?;

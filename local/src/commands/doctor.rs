@@ -90,6 +90,7 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
     checks.extend(run_checks(&store));
     checks.extend(source_checks(&config, &store, Duration::from_secs(args.timeout.max(1)))?);
     checks.extend(schema_checks(&config));
+    checks.extend(isolation_checks(&config, &store));
     let token = store.root().join("http-token");
     if let Ok(meta) = std::fs::metadata(&token) {
         let mode = meta.permissions().mode() & 0o777;
@@ -107,6 +108,76 @@ pub fn run(settings: &Settings, args: DoctorArgs) -> Result<ExitCode> {
     checks.push(keychain_check(&store));
     checks.extend(harness_checks(&store));
     finish(settings, &checks)
+}
+
+/// How each source runs (isolated, as the person, or remote), and whether each installed
+/// package is still what the lock file pins.
+fn isolation_checks(config: &HubConfig, store: &Store) -> Vec<Check> {
+    use crate::upstream::SourceTransport;
+    let lock = match crate::packages::load(store) {
+        Ok(lock) => lock,
+        Err(err) => {
+            return vec![problem(
+                "isolation",
+                crate::packages::LOCK,
+                format!("{err:#}"),
+                "fix or remove it; its sources run, but receipts and `hub refresh` cannot name their packages",
+            )];
+        }
+    };
+    let mut checks = Vec::new();
+    for (record, _, _) in &config.sources {
+        let ns = record.spec.namespace.as_str();
+        let package = lock.packages.get(ns).map(|p| {
+            format!("{} ({}, signatures {})", p.reference(), p.integrity, p.signatures.status.as_str())
+        });
+        let detail = match (&record.spec.transport, &package) {
+            (SourceTransport::Stdio { isolation: Some(isolation), .. }, _) => isolation.describe(),
+            (SourceTransport::Stdio { .. }, _) => {
+                "unisolated: runs as you, with your files and network".to_owned()
+            }
+            _ => "remote: nothing of it runs on this machine".to_owned(),
+        };
+        let detail = match &package {
+            Some(package) => format!("{package}; {detail}"),
+            None => detail,
+        };
+        let isolated = matches!(&record.spec.transport, SourceTransport::Stdio { isolation: Some(_), .. });
+        if isolated && crate::upstream::find_bwrap().is_none() {
+            checks.push(problem(
+                "isolation",
+                ns,
+                detail,
+                "install bubblewrap (`apt-get install bubblewrap`), or add the source again with `--no-isolate`",
+            ));
+            continue;
+        }
+        if let Some(locked) = lock.packages.get(ns) {
+            let dir =
+                crate::packages::package_dir(store.root(), &locked.registry, &locked.name, &locked.version);
+            let manifest = dir.join("node_modules").join(&locked.name).join("package.json");
+            let version = std::fs::read(&manifest)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v.get("version").and_then(|v| v.as_str()).map(str::to_owned));
+            if version.as_deref() != Some(locked.version.as_str()) {
+                checks.push(problem(
+                    "isolation",
+                    ns,
+                    format!(
+                        "the lock pins {} but {} holds {}",
+                        locked.reference(),
+                        dir.display(),
+                        version.as_deref().unwrap_or("nothing readable")
+                    ),
+                    format!("remove the source and add `npm:{}@{}` again", locked.name, locked.version),
+                ));
+                continue;
+            }
+        }
+        checks.push(ok("isolation", ns, detail));
+    }
+    checks
 }
 
 /// Run records and journals: one that cannot be read is named, since `hub runs` and a resume
@@ -203,6 +274,10 @@ fn permissions(home: &Path) -> Vec<Check> {
         }
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let Ok(meta) = entry.metadata() else { continue };
+            // A link's own mode means nothing (`bin/capabilities`, the link to the binary).
+            if meta.is_symlink() {
+                continue;
+            }
             if meta.is_dir() {
                 if entry.file_name() != "runs" && entry.file_name() != "blobs" {
                     stack.push(entry.path());
@@ -387,8 +462,10 @@ fn harness_checks(store: &Store) -> Vec<Check> {
     };
     let this = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
     // An entry may serve any profile there is; one naming no profile differs.
-    let expected: Vec<_> =
-        crate::profiles::names(store).iter().filter_map(|p| super::connect::hub_entry(p).ok()).collect();
+    let expected: Vec<_> = crate::profiles::names(store)
+        .iter()
+        .filter_map(|p| super::connect::hub_entry(store.root(), p).ok())
+        .collect();
     let mut checks = Vec::new();
     for harness in harness::HARNESSES {
         let not_connected = || {
@@ -423,13 +500,25 @@ fn harness_checks(store: &Store) -> Vec<Check> {
             continue;
         };
         let path = Path::new(&command);
-        let ours = this.as_deref().is_some_and(|t| path.canonicalize().ok().as_deref() == Some(t));
+        // The hub's own link or the npm launcher count as this binary: connect writes them.
+        let ours = this.as_deref().is_some_and(|t| path.canonicalize().ok().as_deref() == Some(t))
+            || expected.iter().any(|e| e.command == command);
         checks.push(if !path.is_file() {
+            // A link whose binary was moved or deleted (an upgrade that installed elsewhere).
+            let gone = match std::fs::read_link(path) {
+                Ok(target) => format!("{command}, a link to {}, which is gone", target.display()),
+                Err(_) => format!("{command}, which does not exist"),
+            };
             problem(
                 "harnesses",
                 harness.id,
-                format!("its `capabilities` entry runs {command}, which does not exist"),
-                format!("run `capabilities hub connect --client {}` from the binary you use now", harness.id),
+                format!("its `capabilities` entry runs {gone}"),
+                format!(
+                    "run `capabilities hub connect --client {}` with the binary you use now; it points \
+                     the entry (and {}) at that binary",
+                    harness.id,
+                    crate::install::stable_path(store.root()).display()
+                ),
             )
         } else if !ours {
             ok("harnesses", harness.id, format!("connected, through another binary: {command}"))

@@ -33,6 +33,10 @@ pub struct ImportArgs {
     /// Consent to run the listed commands and accept the proposed policy without prompting.
     #[arg(long, short)]
     pub yes: bool,
+    /// Install each `npx -y <package>` entry as a verified package instead (`hub add
+    /// npm:<package>`: an exact version, install scripts off, signatures checked, isolated).
+    #[arg(long)]
+    pub verified: bool,
 }
 
 /// One source the import proposes.
@@ -44,6 +48,11 @@ pub struct Proposal {
     pub secrets: Vec<PlainSecret>,
     pub from_env: Vec<(String, String)>,
     pub notes: Vec<String>,
+    /// The npm package an `npx` entry fetches at each start, with the server's arguments: what
+    /// `--verified` installs instead.
+    pub npm: Option<(String, Vec<String>)>,
+    /// Whether this import installs it verified (`--verified`).
+    pub verified: bool,
 }
 
 /// What the importer found in the harnesses.
@@ -107,6 +116,25 @@ enum Registered {
 fn register(store: &Store, proposal: &Proposal) -> Result<Registered> {
     let credentials = credentials_for(proposal);
     let spec = &proposal.spec;
+    if let (true, Some((reference, args)), SourceTransport::Stdio { env, env_slots, .. }) =
+        (proposal.verified, &proposal.npm, &spec.transport)
+    {
+        let namespace = Namespace::new(&spec.namespace).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (name, range) = crate::packages::npm::parse(reference)?;
+        let resolved = crate::packages::npm::resolve(&name, &range)?;
+        let wanted = super::add_package::Wanted {
+            env: env.clone(),
+            env_slots: env_slots.clone(),
+            args: args.clone(),
+            read: Vec::new(),
+            isolate: true,
+            net: false,
+        };
+        let manifest = super::add_package::install_resolved(store, &namespace, &resolved, wanted, |_| {
+            credentials.clone()
+        })?;
+        return Ok(Registered::Tools(manifest));
+    }
     let oauth =
         matches!(&spec.transport, SourceTransport::Http { header_slots, .. } if header_slots.is_empty());
     if !oauth {
@@ -132,16 +160,30 @@ fn register(store: &Store, proposal: &Proposal) -> Result<Registered> {
 
 pub fn run(settings: &Settings, args: ImportArgs) -> Result<ExitCode> {
     let store = Store::open(&settings.home)?;
-    let outcome = import(settings, &store, &args.from, args.yes)?;
+    let outcome = import_with(settings, &store, &args.from, args.yes, args.verified)?;
     Ok(if outcome.failed.is_empty() { Exit::Ok } else { Exit::Failure }.into())
 }
 
 /// Reads the harnesses, shows the plan, and adds what the person accepts.
 pub fn import(settings: &Settings, store: &Store, from: &[String], yes: bool) -> Result<Outcome> {
+    import_with(settings, store, from, yes, false)
+}
+
+/// [`import`], with `npx -y <package>` entries installed as verified packages when `verified`.
+pub fn import_with(
+    settings: &Settings,
+    store: &Store,
+    from: &[String],
+    yes: bool,
+    verified: bool,
+) -> Result<Outcome> {
     let home = harness::home_dir()?;
     let chosen = harness::select(from)?;
     let config = HubConfig::load(store);
     let mut plan = plan(&home, &chosen, &config);
+    for proposal in &mut plan.proposals {
+        proposal.verified = verified && proposal.npm.is_some();
+    }
     plan_skills(&home, &chosen, store, &mut plan);
     if settings.json {
         print_stdout(&format!("{}\n", serde_json::to_string_pretty(&plan_json(&plan))?))?;
@@ -394,7 +436,10 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
             continue;
         }
         let namespace = unique(propose(&name, &converted.transport), &mut taken);
+        let npm = super::add_package::npx_package(&converted.transport);
         plan.proposals.push(Proposal {
+            npm,
+            verified: false,
             spec: SourceSpec { namespace: namespace.as_str().to_owned(), transport: converted.transport },
             seen_in: vec![place],
             secrets: converted.secrets,
@@ -535,6 +580,21 @@ pub fn render_plan(plan: &Plan) -> String {
         for note in &proposal.notes {
             let _ = writeln!(out, "    {note}");
         }
+        if let Some((reference, _)) = &proposal.npm {
+            let _ = if proposal.verified {
+                writeln!(
+                    out,
+                    "    installed verified instead of npx: npm:{reference} at an exact version, install scripts \
+                     off, signatures checked, isolated with no network"
+                )
+            } else {
+                writeln!(
+                    out,
+                    "    npx fetches whatever version the registry serves at each start and runs it as you: \
+                     `capabilities hub import --verified` installs npm:{reference} pinned and isolated instead"
+                )
+            };
+        }
     }
     for (place, ns) in &plan.known {
         let _ = writeln!(out, "already in the hub as `{ns}`: {place}");
@@ -578,6 +638,8 @@ fn plan_json(plan: &Plan) -> serde_json::Value {
             "seenIn": p.seen_in,
             "plaintextCredentials": p.secrets.iter().map(|s| s.slot.clone()).collect::<Vec<_>>(),
             "credentialsFromEnv": p.from_env.iter().map(|(slot, var)| json!({"slot": slot, "variable": var})).collect::<Vec<_>>(),
+            "npmPackage": p.npm.as_ref().map(|(reference, _)| reference),
+            "verified": p.verified,
         })).collect::<Vec<_>>(),
         "known": plan.known.iter().map(|(place, ns)| json!({"entry": place, "namespace": ns})).collect::<Vec<_>>(),
         "skipped": plan.skipped,

@@ -26,6 +26,7 @@ pub struct InitArgs {
 pub fn run(settings: &Settings, args: InitArgs) -> Result<ExitCode> {
     let existed = settings.home.join("hub.json").is_file();
     let store = Store::open(&settings.home)?;
+    crate::install::refresh_link_or_warn(store.root());
     let verb = if existed { "the hub is at" } else { "created the hub at" };
     let hub_line = format!("{verb} {} ({})\n", store.root().display(), store.hub.hub_id);
     if !settings.json {

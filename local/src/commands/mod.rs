@@ -3,6 +3,7 @@
 
 pub mod add;
 mod add_api;
+mod add_package;
 pub mod approve;
 pub mod auth;
 pub mod call;
@@ -12,6 +13,7 @@ pub mod connections;
 pub mod dashboard;
 pub mod demo;
 pub mod disconnect;
+pub mod docs_data;
 pub mod doctor;
 pub mod exec;
 pub mod import;
@@ -21,6 +23,7 @@ pub mod login;
 pub mod logout;
 pub mod profiles;
 pub mod push;
+mod receipts;
 pub mod refresh;
 pub mod remove;
 pub mod review;

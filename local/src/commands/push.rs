@@ -1,18 +1,23 @@
 //! `capabilities hub push`: send this hub's HTTP sources (manifests, connections), its policy,
-//! its named profiles (each served hosted at `/mcp/<profile>`) and, only with `--secrets`, credential values the person agrees to one by one, to the hosted
-//! hub signed in to. The hosted hub answers with a plan and its hash; applying sends the same
+//! its named profiles (each served hosted at `/mcp/<profile>`), its skill library (each skill's
+//! files with their sha256 and the lock's digest; the bytes the hosted hub lacks go in parts
+//! before applying) and, only with `--secrets`, credential values the person agrees to one by
+//! one, to the hosted hub signed in to. The hosted hub answers with a plan and its hash; applying sends the same
 //! push with that hash, so a plan that changed in between is refused, never applied blind.
 //! Sources that cannot run hosted (local commands, plain http to another machine) are left out
 //! and named in the plan.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use capabilities_core::oauth::SLOT as OAUTH_SLOT;
 use capabilities_hosted::push::{self, LeftOut, Plan, Push};
 use capabilities_hosted::records::{self, Connection, SecretValues, Source};
+use capabilities_hosted::skills::{self as pushed, PushedSkill, SkillFile};
 use clap::Args;
-use serde_json::json;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::print_stdout;
 use super::review::ask;
@@ -47,15 +52,23 @@ pub fn run(settings: &Settings, args: PushArgs) -> Result<ExitCode> {
     }
     let mut body = build(&config);
     body.profiles = profiles(&store);
+    let (library, bytes) = skills(&store)?;
+    body.skills = library;
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     eprintln!(
-        "pushing {} source{} and {} profile{} to {} ({} left out)",
+        "pushing {} source{}, {} profile{} and {} skill{} to {} ({} left out)",
         body.sources.len(),
-        if body.sources.len() == 1 { "" } else { "s" },
+        plural(body.sources.len()),
         body.profiles.len(),
-        if body.profiles.len() == 1 { "" } else { "s" },
+        plural(body.profiles.len()),
+        body.skills.len(),
+        plural(body.skills.len()),
         link.login.hub,
         body.left_out.len()
     );
+    if let Err(err) = capabilities_hosted::skills::check_library(&body.skills) {
+        bail!("{err}; nothing was sent");
+    }
     if args.secrets {
         if settings.no_input && !args.yes {
             return Err(UsageError(
@@ -88,6 +101,8 @@ pub fn run(settings: &Settings, args: PushArgs) -> Result<ExitCode> {
         eprintln!("nothing was applied");
         return finish(settings, &plan, &hash, false);
     }
+    let missing: Vec<String> = serde_json::from_value(answer.body["missing"].clone()).unwrap_or_default();
+    runtime.block_on(send_files(&link, &missing, &bytes))?;
     body.apply = Some(hash);
     let request = serde_json::to_value(&body)?;
     let answer = runtime.block_on(link.call("/hub/push", Some(&request)))?;
@@ -120,8 +135,19 @@ fn finish(settings: &Settings, plan: &Plan, hash: &str, applied: bool) -> Result
             true => String::new(),
             false => format!("; profiles {} (besides default)", plan.profiles.join(", ")),
         };
+        let k = &plan.skills;
+        let skills = match k.added.len() + k.changed.len() + k.removed.len() + k.unchanged {
+            0 => String::new(),
+            _ => format!(
+                "; skills: {} added, {} changed, {} removed, {} unchanged",
+                k.added.len(),
+                k.changed.len(),
+                k.removed.len(),
+                k.unchanged
+            ),
+        };
         print_stdout(&format!(
-            "pushed: {} added, {} changed, {} removed, {} left out; {} tools hosted{profiles}\n",
+            "pushed: {} added, {} changed, {} removed, {} left out; {} tools hosted{profiles}{skills}\n",
             plan.added.len(),
             plan.changed.len(),
             plan.removed.len(),
@@ -204,6 +230,108 @@ fn profiles(store: &Store) -> Vec<Profile> {
         }
     }
     out
+}
+
+/// Skill files' bytes by sha256 (hex).
+type FileBytes = BTreeMap<String, Vec<u8>>;
+
+/// The hub's skill library as a push carries it, and the bytes of every file by sha256. A
+/// skill whose files differ from its lock entry, or that the hub's own endpoint does not
+/// serve, is left out with a warning (so both hubs serve the same library).
+fn skills(store: &Store) -> Result<(Vec<PushedSkill>, FileBytes)> {
+    let library = crate::skills::Library::new(store);
+    let lock = library.lock()?;
+    let mut out = Vec::new();
+    let mut bytes = BTreeMap::new();
+    if lock.skills.is_empty() {
+        return Ok((out, bytes));
+    }
+    // The front matter exactly as the local endpoint reads it (rmcp's catalog).
+    let catalog = rmcp::handler::server::skill_catalog::SkillCatalog::from_dir(library.dir())
+        .map_err(|e| anyhow::anyhow!("reading the skill library: {e}"))?;
+    let served: BTreeMap<String, rmcp::model::Skill> =
+        catalog.skills().into_iter().map(|s| (s.uri.clone(), s)).collect();
+    'skills: for (name, locked) in lock.skills {
+        let leave = |why: &str| eprintln!("warning: skill `{name}` is left out: {why}");
+        let dir = library.dir().join(&name);
+        let mut files = Vec::new();
+        let mut these = Vec::new();
+        for (path, sha) in &locked.files {
+            let read = std::fs::read(dir.join(path));
+            match read {
+                Ok(data) if hex::encode(Sha256::digest(&data)) == *sha => {
+                    files.push(SkillFile {
+                        path: path.clone(),
+                        sha256: sha.clone(),
+                        size: data.len() as u64,
+                    });
+                    these.push((sha.clone(), data));
+                }
+                _ => {
+                    leave(&format!(
+                        "{path} changed or is missing since it was added (see `capabilities hub skills list`; add \
+                         it again with `capabilities hub skills add --replace`)"
+                    ));
+                    continue 'skills;
+                }
+            }
+        }
+        let Some(skill) = served.get(&pushed::uri_of(&format!("{name}/{}", pushed::SKILL_MD))) else {
+            leave("the hub's own endpoint does not serve it either (see `capabilities hub skills list`)");
+            continue;
+        };
+        let Ok(Value::Object(frontmatter)) = serde_json::to_value(&skill.frontmatter) else {
+            leave("its front matter cannot be read");
+            continue;
+        };
+        out.push(PushedSkill {
+            name: name.clone(),
+            digest: locked.digest.clone(),
+            description: locked.description.clone(),
+            frontmatter,
+            files,
+        });
+        bytes.extend(these);
+    }
+    Ok((out, bytes))
+}
+
+/// Sends the bytes of the skill files the hosted hub lacks, in parts, a few at a time.
+async fn send_files(link: &Hosted, missing: &[String], bytes: &FileBytes) -> Result<()> {
+    let mut batch: Vec<pushed::Part> = Vec::new();
+    let mut size = 0;
+    let mut sent = 0;
+    let parts = missing.iter().filter_map(|sha| bytes.get(sha)).flat_map(|data| pushed::parts(data));
+    for part in parts.map(Some).chain([None]) {
+        let len = part.as_ref().map_or(0, |p| p.base64.len() / 4 * 3);
+        if (part.is_none() || size + len > pushed::MAX_UPLOAD_BYTES) && !batch.is_empty() {
+            let answer = link.call("/hub/push/files", Some(&json!({ "parts": batch }))).await?;
+            if answer.status != 200 {
+                bail!(
+                    "{} refused the skill files (HTTP {}): {}",
+                    link.login.hub,
+                    answer.status,
+                    said(&answer.body)
+                );
+            }
+            sent += batch.len();
+            batch.clear();
+            size = 0;
+        }
+        if let Some(part) = part {
+            size += len;
+            batch.push(part);
+        }
+    }
+    if sent > 0 {
+        eprintln!(
+            "sent {} skill file{} in {sent} part{}",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            if sent == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
 }
 
 /// `scheme://host[:port]` of a URL (already checked when the source was added).

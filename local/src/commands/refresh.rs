@@ -67,8 +67,39 @@ pub fn run(settings: &Settings, args: RefreshArgs) -> Result<ExitCode> {
         }
         items.extend(review::needs_review(&manifest, &config.policy, Some(&diff)));
     }
+    report_newer_packages(&store, &args);
     if !items.is_empty() {
         review::review(settings, &store, &items, args.yes)?;
     }
     Ok(if failed > 0 { Exit::Failure } else { Exit::Ok }.into())
+}
+
+/// Says which installed packages have a newer version in the registry. Never upgrades: a
+/// person removes the source and adds the new version, which is verified and reviewed anew.
+fn report_newer_packages(store: &Store, args: &RefreshArgs) {
+    let lock = match crate::packages::load(store) {
+        Ok(lock) => lock,
+        Err(err) => {
+            eprintln!("warning: {err:#}");
+            return;
+        }
+    };
+    for (ns, locked) in &lock.packages {
+        if args.namespace.as_deref().is_some_and(|only| only != ns) || locked.registry != "npm" {
+            continue;
+        }
+        match crate::packages::npm::latest(&locked.name) {
+            Ok(latest) if latest != locked.version => {
+                let _ = print_stdout(&format!(
+                    "{ns}: npm {} {latest} is available (locked at {}); nothing was upgraded. To move to it: \
+                     `capabilities hub remove {ns}` then `capabilities hub add npm:{}@{latest} --namespace {ns}`\n",
+                    locked.name, locked.version, locked.name
+                ));
+            }
+            Ok(_) => {
+                let _ = print_stdout(&format!("{ns}: {} is the latest version\n", locked.reference()));
+            }
+            Err(err) => eprintln!("warning: {ns}: {err:#}"),
+        }
+    }
 }

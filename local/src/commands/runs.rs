@@ -57,6 +57,11 @@ pub enum RunsCommand {
     Show {
         /// The run id (`run_…`).
         id: String,
+        /// A receipt per call: the source's identity (package, version and integrity for an
+        /// installed one; URL or command and the tool's contract digest), input and output
+        /// digests, timing, decision and status, read from the journal.
+        #[arg(long)]
+        receipts: bool,
     },
 }
 
@@ -101,8 +106,8 @@ pub(crate) fn scan(store: &Store) -> (Vec<StoredRun>, Vec<Unreadable>) {
 
 pub fn run(settings: &Settings, args: RunsArgs) -> Result<ExitCode> {
     let host = Host::open(&settings.home)?;
-    if let Some(RunsCommand::Show { id }) = &args.command {
-        return show(settings, &host, id);
+    if let Some(RunsCommand::Show { id, receipts }) = &args.command {
+        return show(settings, &host, id, *receipts);
     }
     let filter = Filter::from_args(&args, now_ms())?;
     let (runs, unreadable) = scan(host.store());
@@ -143,7 +148,7 @@ pub fn run(settings: &Settings, args: RunsArgs) -> Result<ExitCode> {
     Ok(Exit::Ok.into())
 }
 
-fn show(settings: &Settings, host: &Host, id: &str) -> Result<ExitCode> {
+fn show(settings: &Settings, host: &Host, id: &str, receipts: bool) -> Result<ExitCode> {
     let Some(envelope) = host.show_run(id)? else {
         bail!("there is no run `{id}`; `capabilities hub runs` lists the runs kept (7 days)");
     };
@@ -163,6 +168,12 @@ fn show(settings: &Settings, host: &Host, id: &str) -> Result<ExitCode> {
         value["journal"] = Value::Array(calls.iter().map(|c| c.to_json(&record.decisions)).collect());
         if let Some(problem) = &journal_problem {
             value["journalUnreadable"] = json!(problem);
+        }
+        if receipts {
+            value["receipts"] = super::receipts::build(host.store(), &record, &journal)
+                .iter()
+                .map(super::receipts::Receipt::to_json)
+                .collect();
         }
         return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))
             .map(|()| Exit::Ok.into());
@@ -185,6 +196,12 @@ fn show(settings: &Settings, host: &Host, id: &str) -> Result<ExitCode> {
         }
         if let Some(preview) = call.preview() {
             let _ = writeln!(text, "      {preview}");
+        }
+    }
+    if receipts {
+        let _ = writeln!(text, "receipts:");
+        for receipt in super::receipts::build(host.store(), &record, &journal) {
+            text.push_str(&receipt.render());
         }
     }
     if let Some(problem) = journal_problem {

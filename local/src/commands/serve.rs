@@ -46,6 +46,8 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
     let store = crate::store::Store::open(&settings.home)?;
     crate::profiles::require(&store, &args.profile).map_err(|e| UsageError(format!("{e:#}")))?;
     drop(store);
+    // Harness entries run `<hub>/bin/capabilities`: keep it pointing at the binary in use.
+    crate::install::refresh_link_or_warn(&settings.home);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

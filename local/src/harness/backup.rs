@@ -85,6 +85,10 @@ pub struct FileEntry {
     pub mode: Option<u32>,
     /// SHA-256 of the bytes the hub wrote, to notice edits made since.
     pub written_sha256: String,
+    /// The folders the hub created to hold a file that did not exist, outermost first: rollback
+    /// removes those still empty when it takes the file away (never one that was there before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<PathBuf>,
 }
 
 /// A set being written: back up each file, then write the new text.
@@ -149,12 +153,17 @@ impl BackupSet {
             }
             None => None,
         };
+        let created_dirs = match (&before, path.parent()) {
+            (None, Some(dir)) => skill_files::missing_dirs(dir),
+            _ => Vec::new(),
+        };
         self.manifest.files.push(FileEntry {
             harness: harness.to_owned(),
             path: path.to_owned(),
             copy,
             mode,
             written_sha256: sha256(text.as_bytes()),
+            created_dirs,
         });
         self.save()?;
         if let Some(dir) = path.parent() {
@@ -505,6 +514,7 @@ pub fn rollback(store: &Store, keep_edits: bool) -> Result<Option<(String, Manif
                 None => {
                     fs::remove_file(&file.path)
                         .with_context(|| format!("removing {}", file.path.display()))?;
+                    skill_files::remove_empty_dirs(&file.created_dirs);
                     done.push(Restored::Removed { harness: file.harness.clone(), path: file.path.clone() });
                 }
             }
@@ -660,6 +670,30 @@ mod tests {
         let (_, _, refused) = rollback(&store, false).unwrap().unwrap();
         assert!(matches!(&refused[0], Restored::Refused { .. }));
         assert_eq!(fs::read(&file).unwrap(), b"edited by hand");
+    }
+
+    #[test]
+    fn rollback_removes_the_folders_it_created_for_a_file_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hub")).unwrap();
+        // `.factory` did not exist; `.config` did, and holds something else of the person's.
+        let fresh = dir.path().join(".factory/settings/mcp.json");
+        let existing = dir.path().join(".config");
+        fs::create_dir_all(&existing).unwrap();
+        let beside = dir.path().join(".config/crush/crush.json");
+        let shared = dir.path().join(".kept/a.json");
+        let mut set = BackupSet::begin(&store, "connect").unwrap();
+        set.replace("factory-droid", &fresh, None, "{}\n").unwrap();
+        set.replace("crush", &beside, None, "{}\n").unwrap();
+        set.replace("lm-studio", &shared, None, "{}\n").unwrap();
+        set.finish().unwrap();
+        // Something else lands in one of the new folders meanwhile: that folder stays.
+        fs::write(dir.path().join(".kept/theirs.json"), b"{}").unwrap();
+        let (_, _, done) = rollback(&store, false).unwrap().unwrap();
+        assert!(done.iter().all(|r| matches!(r, Restored::Removed { .. })), "{done:?}");
+        assert!(!dir.path().join(".factory").exists(), "both folders it made are gone");
+        assert!(existing.is_dir() && !existing.join("crush").exists(), "the folder that was there stays");
+        assert!(dir.path().join(".kept/theirs.json").exists() && !shared.exists());
     }
 
     #[test]

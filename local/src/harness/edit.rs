@@ -2,7 +2,7 @@
 //! turning imported direct entries off. Everything else in the file survives, byte for byte:
 //! TOML through `toml_edit`, JSON and JSONC through `jsonc-parser`'s concrete syntax tree
 //! (comments, trailing commas, indentation and key order kept; only the members the hub
-//! touches are written anew).
+//! touches are written anew), YAML through `yaml-edit` ([`super::edit_yaml`]).
 
 use anyhow::{Context, Result, bail};
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
@@ -174,7 +174,7 @@ pub fn with_entry(harness: &Descriptor, text: &str, entry: &HubEntry) -> Result<
             set_toml_entry(&mut doc, harness, entry)?;
             Ok(doc.to_string())
         }
-        Format::Yaml => bail!("{} is not written by the hub; add the entry by hand", harness.name),
+        Format::Yaml => super::edit_yaml::with_entry(harness, text, entry),
     }
 }
 
@@ -193,7 +193,7 @@ pub fn without_entry(harness: &Descriptor, text: &str) -> Result<Option<String>>
             }
             Ok(Some(doc.to_string()))
         }
-        Format::Yaml => Ok(None),
+        Format::Yaml => super::edit_yaml::without_entry(harness, text),
     }
 }
 
@@ -285,7 +285,7 @@ pub fn park(harness: &Descriptor, text: &str, names: &[Parked]) -> Result<Option
             }
             Ok(changed.then(|| doc.to_string()))
         }
-        Format::Yaml => Ok(None),
+        Format::Yaml => super::edit_yaml::park(harness, text, names),
     }
 }
 
@@ -369,7 +369,7 @@ pub fn restore_servers(harness: &Descriptor, current: &str, before: &str) -> Res
             }
             Ok(doc.to_string())
         }
-        Format::Yaml => bail!("{} files are never written by the hub", harness.name),
+        Format::Yaml => super::edit_yaml::restore_servers(harness, current, before),
     }
 }
 

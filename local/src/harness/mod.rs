@@ -6,6 +6,7 @@
 
 pub mod backup;
 pub mod edit;
+pub mod edit_yaml;
 pub mod read;
 pub mod skill_files;
 
@@ -21,8 +22,8 @@ pub enum Format {
     /// layout and unrelated keys kept.
     Json,
     Toml,
-    /// Read only: no maintained crate round-trips YAML with its comments, so `connect` prints
-    /// what to paste.
+    /// YAML: read with `serde_norway`, edited in place with `yaml-edit` (comments, quoting and
+    /// the other entries' layout kept).
     Yaml,
 }
 
@@ -241,14 +242,16 @@ pub const HARNESSES: &[Descriptor] = &[
         project_skills: &[".agent/skills"],
         ..BASE
     },
-    // hermes-agent.nousresearch.com/docs: `~/.hermes/config.yaml`, `mcp_servers`.
+    // hermes-agent.nousresearch.com/docs (user-guide/features/mcp, reference/mcp-config-reference):
+    // `~/.hermes/config.yaml`, `mcp_servers` keyed by name with `command`/`args`/`env` or
+    // `url`/`headers`, `timeout`, and `enabled: false` to skip one.
     Descriptor {
         id: "hermes",
         name: "Hermes",
         config: ".hermes/config.yaml",
         format: Format::Yaml,
         servers_key: &["mcp_servers"],
-        support: Support::ReadOnly,
+        park: Park::Flag("enabled", false),
         skills: &[".hermes/skills"],
         ..BASE
     },
@@ -288,6 +291,7 @@ pub const HARNESSES: &[Descriptor] = &[
         config: ".qwen/settings.json",
         project: Some(".qwen/settings.json"),
         lists: Some("qwen mcp list"),
+        tier: Tier::Verified,
         ..BASE
     },
     // opencode.ai/docs/mcp-servers and opencode.ai/docs/config: `~/.config/opencode/opencode.json`
@@ -306,6 +310,7 @@ pub const HARNESSES: &[Descriptor] = &[
         lists: Some("opencode mcp list"),
         skills: &[".config/opencode/skills"],
         project_skills: &[".opencode/skills"],
+        tier: Tier::Verified,
         ..BASE
     },
     // Kilo-Org/kilocode packages/kilo-docs/pages/automate/mcp/using-in-kilo-code.md: the Kilo CLI
@@ -320,6 +325,7 @@ pub const HARNESSES: &[Descriptor] = &[
         shape: Shape::CommandList,
         park: Park::Flag("enabled", false),
         lists: Some("kilo mcp list"),
+        tier: Tier::Verified,
         ..BASE
     },
     // kilo.ai/docs/features/mcp/using-mcp-in-kilo-code (the extension before it moved to
@@ -343,6 +349,7 @@ pub const HARNESSES: &[Descriptor] = &[
         shape: Shape::Copilot,
         skills: &[".copilot/skills"],
         project_skills: &[".github/skills"],
+        tier: Tier::Verified,
         ..BASE
     },
     // code.visualstudio.com/docs/copilot/reference/mcp-configuration: `mcp.json` in the user
@@ -359,11 +366,14 @@ pub const HARNESSES: &[Descriptor] = &[
     },
     // docs.cline.bot/mcp/configuring-mcp-servers: the CLI's
     // `~/.cline/data/settings/cline_mcp_settings.json`, `mcpServers` with `disabled`,
-    // `autoApprove`, `"type": "streamableHttp"` with `url` for HTTP.
+    // `autoApprove`, `"type": "streamableHttp"` with `url` for HTTP. npm `cline` 3.0.65 writes
+    // entries nested under `transport` and reads the flat ones too (its `@cline/core` loader,
+    // which the tests drive: the CLI itself has no `mcp list`).
     Descriptor {
         id: "cline",
         name: "Cline CLI",
         config: ".cline/data/settings/cline_mcp_settings.json",
+        tier: Tier::Verified,
         park: Park::Flag("disabled", true),
         ..BASE
     },
@@ -408,7 +418,8 @@ pub const HARNESSES: &[Descriptor] = &[
         park: Park::Flag("enabled", false),
         ..BASE
     },
-    // block.github.io/goose/docs/guides/config-files: `~/.config/goose/config.yaml`,
+    // block.github.io/goose/docs/guides/config-files (no npm CLI; fixtures only):
+    // `~/.config/goose/config.yaml`,
     // `extensions` keyed by name, each with `type` (`stdio`, `streamable_http`, `builtin`),
     // `cmd`/`args`/`envs` or `uri`, `enabled`.
     Descriptor {
@@ -417,7 +428,6 @@ pub const HARNESSES: &[Descriptor] = &[
         config: ".config/goose/config.yaml",
         format: Format::Yaml,
         servers_key: &["extensions"],
-        support: Support::ReadOnly,
         shape: Shape::Goose,
         park: Park::Flag("enabled", false),
         ..BASE
@@ -433,6 +443,7 @@ pub const HARNESSES: &[Descriptor] = &[
         servers_key: &["amp.mcpServers"],
         park: Park::Flag("disabled", true),
         lists: Some("amp mcp list"),
+        tier: Tier::Verified,
         ..BASE
     },
     // charmbracelet/crush README (MCPs) and its schema charm.land/crush.json:
@@ -451,14 +462,15 @@ pub const HARNESSES: &[Descriptor] = &[
     },
     // docs.continue.dev/customize/deep-dives/mcp and the config.yaml reference:
     // `~/.continue/config.yaml`, `mcpServers` as a list of entries with `name`, `command`/`args`/
-    // `env`, or `type: streamable-http` with `url`.
+    // `env`, or `type: streamable-http` with `url`. It has no off switch: `--replace` moves an
+    // entry to a list under PARKED_KEY, which its CLI (`cn`, npm `@continuedev/cli`) ignores.
     Descriptor {
         id: "continue",
         name: "Continue",
         config: ".continue/config.yaml",
         format: Format::Yaml,
-        support: Support::ReadOnly,
         shape: Shape::NamedList,
+        tier: Tier::Verified,
         ..BASE
     },
     // docs.augmentcode.com/cli/integrations and the Auggie CLI 0.5.4 notes: servers in
@@ -467,18 +479,20 @@ pub const HARNESSES: &[Descriptor] = &[
         id: "augment",
         name: "Augment (Auggie CLI)",
         config: ".augment/settings.json",
-        tier: Tier::BestEffort,
+        tier: Tier::Verified,
         lists: Some("auggie mcp list"),
         ..BASE
     },
     // docs.factory.ai/cli/configuration/mcp: `~/.factory/mcp.json`, project `.factory/mcp.json`,
-    // `mcpServers` with `"type": "stdio"` or `"http"`, `disabled`.
+    // `mcpServers` with `"type": "stdio"` or `"http"`, `disabled`. Its own CLI (`droid mcp
+    // add|list`, npm `@factory/cli` pinned in node/package.json) writes and health-checks that.
     Descriptor {
         id: "factory-droid",
         name: "Factory Droid",
         config: ".factory/mcp.json",
         project: Some(".factory/mcp.json"),
-        tier: Tier::BestEffort,
+        tier: Tier::Verified,
+        lists: Some("droid mcp list"),
         shape: Shape::Typed("stdio"),
         park: Park::Flag("disabled", true),
         ..BASE

@@ -81,6 +81,9 @@ pub fn parse(format: Format, text: &str) -> Result<Value> {
             if text.trim().is_empty() {
                 return Ok(Value::Object(Map::new()));
             }
+            // Its own value type refuses a key given twice, which a JSON object would quietly
+            // take the last of.
+            serde_norway::from_str::<serde_norway::Value>(text).context("not valid YAML")?;
             serde_norway::from_str(text).context("not valid YAML")
         }
     }
@@ -220,7 +223,7 @@ pub fn convert(entry: &Value) -> Result<Converted> {
         }
         let cwd = text("cwd");
         return Ok(Converted {
-            transport: SourceTransport::Stdio { command, args, env, env_slots, cwd },
+            transport: SourceTransport::Stdio { command, args, env, env_slots, cwd, isolation: None },
             secrets,
             from_env,
             note: None,
@@ -438,6 +441,7 @@ mod tests {
                             "API_KEY",
                         ],
                         cwd: None,
+                        isolation: None,
                     },
                     secrets: [
                         PlainSecret(GITHUB_PERSONAL_ACCESS_TOKEN: ***),

@@ -94,6 +94,13 @@ pub enum StoreKind {
     File,
 }
 
+/// Says where secrets go once per process: a server opens the store for every run, and its
+/// log would otherwise carry the same line for each.
+fn warn_once(line: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("{line}"));
+}
+
 /// An open secret store: the keychain, or the fallback file.
 #[derive(Debug)]
 pub struct SecretStore {
@@ -115,12 +122,12 @@ impl SecretStore {
                 Ok(()) => Backend::Keychain,
                 Err(_) => {
                     let file = file::FileStore::new(store);
-                    eprintln!(
+                    warn_once(&format!(
                         "warning: no OS keychain is reachable, so secrets are kept in {} (mode 600); \
                          to keep them in a keychain, run a Secret Service such as gnome-keyring in \
                          your D-Bus session",
                         file.path().display()
-                    );
+                    ));
                     Backend::File(file)
                 }
             },
@@ -135,11 +142,11 @@ impl SecretStore {
             }
             "file" => {
                 let file = file::FileStore::new(store);
-                eprintln!(
+                warn_once(&format!(
                     "warning: {KEYCHAIN_ENV}=file, so secrets are kept in {} (mode 600) instead of a \
                      keychain; unset {KEYCHAIN_ENV} to use the OS keychain",
                     file.path().display()
-                );
+                ));
                 Backend::File(file)
             }
             other => {

@@ -53,16 +53,8 @@ impl Scanned {
 
 /// The digest of a skill: sha256 over one `<path>\n<sha256 hex>\n` line per file, sorted by path.
 pub fn skill_digest<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let mut files: Vec<(&str, &str)> = files.into_iter().collect();
-    files.sort();
-    let mut hasher = Sha256::new();
-    for (path, sha) in files {
-        hasher.update(path.as_bytes());
-        hasher.update(b"\n");
-        hasher.update(sha.as_bytes());
-        hasher.update(b"\n");
-    }
-    format!("sha256:{}", hex::encode(hasher.finalize()))
+    // One definition for both hubs: the hosted one checks a pushed skill against it.
+    capabilities_hosted::skills::skill_digest(files)
 }
 
 /// The name a skill at `dir` must have: the folder's own name as given, else (`.`) its real one.

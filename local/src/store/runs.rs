@@ -1,6 +1,7 @@
 //! Run records and their journals: `runs/<id>.json`, written whole, and
-//! `runs/<id>.journal.jsonl`, appended one synced line per entry; the core's `RunStore` port
-//! over them, and pruning old runs.
+//! `runs/<id>.journal.jsonl`, appended a line per entry — a call's intent synced before it goes
+//! out, its outcome synced with the next intent or the run's record (group commit); the core's
+//! `RunStore` port over them, and pruning old runs.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -28,6 +29,9 @@ impl Store {
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
         let path = self.run_path(&run.id)?;
         let lock = self.lock(&run.id)?;
+        // The outcomes journaled since the last sync are durable before the record says what
+        // they led to, and before the answer built from them leaves.
+        self.sync_deferred(&run.id)?;
         let bytes = serde_json::to_vec_pretty(run)
             .map_err(|e| StoreError::Corrupt(run.id.to_string(), e.to_string()))?;
         // The journal is created with the record, so one sync of the directory makes both names
@@ -62,6 +66,12 @@ impl Store {
     }
 
     pub fn append_journal_sync(&self, id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
+        self.append_journal_line(id, entry, true)
+    }
+
+    /// Appends `entry`; with `durable`, syncs the file (and so every line before it) before
+    /// returning, else leaves the sync to the run's next durable append or record.
+    fn append_journal_line(&self, id: &str, entry: &JournalEntry, durable: bool) -> Result<(), StoreError> {
         let path = self.journal_path(id)?;
         let mut line =
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
@@ -84,6 +94,12 @@ impl Store {
             file.write_all(b"\n").map_err(|e| io_error(&path, e))?;
         }
         file.write_all(&line).map_err(|e| io_error(&path, e))?;
+        if !durable {
+            unsynced().insert(path);
+            return Ok(());
+        }
+        // One sync makes this line and any deferred before it durable.
+        unsynced().remove(&path);
         file.sync_data().map_err(|e| io_error(&path, e))?;
         // The record that started this attempt is on disk before the append returns, so before
         // the call it announces goes out. Its sync overlaps this one: a line that lands without
@@ -94,6 +110,20 @@ impl Store {
             Some(why) => Err(StoreError::Io(format!("runs/{id}.json"), why)),
             None => Ok(()),
         }
+    }
+
+    /// Syncs the run's journal if lines were appended to it without a sync.
+    fn sync_deferred(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.journal_path(id)?;
+        if !unsynced().remove(&path) {
+            return Ok(());
+        }
+        let synced = File::open(&path).and_then(|file| file.sync_data());
+        synced.map_err(|e| {
+            // Still owed: the next attempt tries again.
+            unsynced().insert(path.clone());
+            io_error(&path, e)
+        })
     }
 
     pub fn read_journal_sync(&self, id: &str) -> Result<Vec<JournalEntry>, StoreError> {
@@ -166,6 +196,13 @@ impl Store {
     }
 }
 
+/// Journals with lines appended and not yet synced, in this process (deferred outcomes).
+fn unsynced() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<PathBuf>> {
+    static UNSYNCED: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    UNSYNCED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Run ids come from the model on resume: they must never become a path.
 fn check_run_id(id: &str) -> Result<(), StoreError> {
     if RunId::is_valid(id) {
@@ -216,6 +253,14 @@ impl RunStore for Store {
 
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
         Box::pin(async move { self.read_journal_sync(id) })
+    }
+
+    fn append_journal_deferred<'a>(
+        &'a self,
+        id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { self.append_journal_line(id, entry, false) })
     }
 }
 

@@ -78,8 +78,15 @@ impl Connection {
         Namespace::new(namespace)
             .map_err(|e| SourceError::Config { namespace: namespace.to_owned(), reason: e.to_string() })?;
         match &spec.transport {
-            SourceTransport::Stdio { command, args, env, env_slots, cwd } => {
-                let stdio_spec = StdioSpec { command, args, env, env_slots, cwd: cwd.as_deref() };
+            SourceTransport::Stdio { command, args, env, env_slots, cwd, isolation } => {
+                let stdio_spec = StdioSpec {
+                    command,
+                    args,
+                    env,
+                    env_slots,
+                    cwd: cwd.as_deref(),
+                    isolation: isolation.as_ref(),
+                };
                 Connection::start_stdio(spec, &stdio_spec, credentials, timeout, tail, fingerprint).await
             }
             SourceTransport::Http { url, header_slots } => {

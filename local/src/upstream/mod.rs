@@ -18,6 +18,7 @@
 
 mod connection;
 mod http;
+mod isolation;
 mod openapi;
 mod pool;
 mod pooled;
@@ -32,6 +33,7 @@ use capabilities_core::openapi::HttpApi;
 use serde::{Deserialize, Serialize};
 
 pub use http::check_url;
+pub use isolation::{Isolation, MISSING_BWRAP, find_bwrap};
 pub use pool::{HealthState, PoolOptions, SourceHealth, SourcePool};
 pub use pooled::PooledUpstream;
 
@@ -61,6 +63,9 @@ pub enum SourceTransport {
         env_slots: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
+        /// Run inside bubblewrap, with what it may reach; unisolated when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        isolation: Option<Isolation>,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -161,6 +166,7 @@ mod tests {
                 env: BTreeMap::from([("MEMORY_FILE_PATH".to_owned(), "/tmp/m.jsonl".to_owned())]),
                 env_slots: vec!["API_KEY".to_owned()],
                 cwd: None,
+                isolation: None,
             },
         };
         let http = SourceSpec {

@@ -13,7 +13,8 @@
 //!
 //! Environment. A server gets a small safe base taken from the hub (`PATH`, `HOME`, locale,
 //! temp dir, user), the source's plain `env`, and the credential values of its `env_slots`;
-//! nothing else of the hub's environment.
+//! nothing else of the hub's environment. An isolated source (`isolation.rs`) runs under
+//! bubblewrap inside the same supervisor, with its resource limits lowered.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -28,6 +29,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufR
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use super::isolation;
 use super::spawner::{self, ProcessGroup};
 use super::stderr::{StderrTail, shorten};
 use super::tap::RawTap;
@@ -55,6 +57,7 @@ pub(crate) struct StdioSpec<'a> {
     pub(crate) env: &'a BTreeMap<String, String>,
     pub(crate) env_slots: &'a [String],
     pub(crate) cwd: Option<&'a str>,
+    pub(crate) isolation: Option<&'a super::Isolation>,
 }
 
 /// A running stdio server as the pool holds it.
@@ -113,7 +116,26 @@ pub(crate) fn command(spec: &StdioSpec<'_>, credentials: &Credentials) -> Result
     }
     let program = resolve(spec.command, cwd.as_deref())?;
     let mut command = Command::new("/bin/sh");
-    command.arg("-c").arg(SUPERVISOR).arg("capabilities-source").arg(&program).args(spec.args);
+    command.arg("-c").arg(SUPERVISOR).arg("capabilities-source");
+    match spec.isolation {
+        None => {
+            command.arg(&program).args(spec.args);
+        }
+        Some(isolation) => {
+            let bwrap = isolation::find_bwrap().ok_or_else(|| isolation::MISSING_BWRAP.to_owned())?;
+            std::fs::create_dir_all(&isolation.state)
+                .map_err(|e| format!("its state directory `{}` cannot be made: {e}", isolation.state))?;
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            command.arg(bwrap).args(isolation::bwrap_args(
+                isolation,
+                home.as_deref(),
+                cwd.as_deref(),
+                &program,
+                spec.args,
+            ));
+            isolation::limit_resources(&mut command);
+        }
+    }
     command.env_clear();
     for name in BASE_ENV {
         if let Some(value) = std::env::var_os(name) {
@@ -128,7 +150,9 @@ pub(crate) fn command(spec: &StdioSpec<'_>, credentials: &Credentials) -> Result
             command.env(slot, value);
         }
     }
-    if let Some(dir) = &cwd {
+    if let Some(dir) = &cwd
+        && spec.isolation.is_none()
+    {
         command.current_dir(dir);
     }
     command

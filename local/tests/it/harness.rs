@@ -278,7 +278,7 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
           {
             "mcpServers": {
               "capabilities": {
-                "command": "$BIN",
+                "command": "$HUB/bin/capabilities",
                 "args": [
                   "hub",
                   "serve",
@@ -292,19 +292,8 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
               }
             }
           }
-        manual hermes: $HOME/.hermes/config.yaml
-          Hermes is read by the hub but not written; add this to $HOME/.hermes/config.yaml:
-          mcp_servers:
-            capabilities:
-              command: "$BIN"
-              args:
-                - "hub"
-                - "serve"
-                - "--stdio"
-                - "--profile"
-                - "default"
-              env:
-                CAPABILITIES_HOME: "$HUB"
+        unchanged hermes: $HOME/.hermes/config.yaml
+          already connected
         unchanged claude-code: $HOME/.claude/skills
           1 skill already in place
         unchanged codex: $HOME/.agents/skills
@@ -317,7 +306,8 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
           1 skill already in place
     "#]].assert_eq(&without_sets(&again.stdout));
 
-    let bin = std::fs::canonicalize(env!("CARGO_BIN_EXE_capabilities")).unwrap();
+    // The entry runs the hub's link to the binary, which survives its upgrades (`install.rs`).
+    let bin = machine.hub().join("bin/capabilities");
     let claude = machine.json(".claude.json");
     assert_eq!(claude["mcpServers"]["capabilities"]["command"], bin.to_str().unwrap());
     assert_eq!(claude["numStartups"], 42, "unrelated keys survive");
@@ -339,7 +329,10 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
             .read(".config/Claude/claude_desktop_config.json")
             .contains("\n    \"globalShortcut\": \"Alt+Space\",\n")
     );
-    assert_eq!(machine.snapshot()[4..], before[4..], "read-only harnesses are never written");
+    assert_eq!(machine.snapshot()[4], before[4], "read-only harnesses are never written");
+    let hermes = machine.read(".hermes/config.yaml");
+    assert!(hermes.starts_with(&before[5].1), "Hermes's YAML keeps its comments and entries:\n{hermes}");
+    assert!(hermes.contains("\n  capabilities:\n    command: "), "{hermes}");
 
     let rolled = machine.run(&["rollback"]);
     ok(&rolled);
@@ -349,6 +342,7 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
           restored codex: $HOME/.codex/config.toml
           restored cursor: $HOME/.cursor/mcp.json
           restored claude-desktop: $HOME/.config/Claude/claude_desktop_config.json
+          restored hermes: $HOME/.hermes/config.yaml
           removed hermes: $HOME/.hermes/skills/release-notes (the hub had created it)
           removed antigravity: $HOME/.gemini/antigravity/skills/release-notes (the hub had created it)
           removed cursor: $HOME/.cursor/skills/release-notes (the hub had created it)
@@ -372,7 +366,7 @@ fn connect_writes_one_entry_the_real_harness_clis_list_and_rollback_restores_byt
         .find(|s| s["name"] == "capabilities")
         .expect("codex lists capabilities");
     assert_eq!(ours["enabled"], true);
-    assert_eq!(ours["transport"]["command"], "$BIN");
+    assert_eq!(ours["transport"]["command"], "$HUB/bin/capabilities");
 
     // Claude Code rewrote its file meanwhile: rollback refuses it rather than lose that.
     let refused = machine.run(&["rollback"]);

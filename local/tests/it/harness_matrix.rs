@@ -318,6 +318,19 @@ const FIXTURES: &[Fixture] = &[
         keeps: r#""disabledTools": []"#,
     },
     Fixture {
+        harness: "hermes",
+        text: r#"# Hermes agent settings
+model: hermes-4   # the default
+mcp_servers:
+  memory:
+    command: node
+    args: @ARGS@
+    env: @ENV@
+    timeout: 120
+"#,
+        keeps: "model: hermes-4   # the default",
+    },
+    Fixture {
         harness: "goose",
         text: r#"# goose settings
 GOOSE_PROVIDER: anthropic
@@ -408,6 +421,7 @@ fn every_documented_harness_is_imported_connected_with_its_secret_taken_out_and_
             "read factory-droid: 1 server",
             "read lm-studio: 1 server",
             "read kiro: 1 server",
+            "read hermes: 1 server",
             "read goose: 2 servers",
             "read continue: 1 server",
         ]
@@ -442,37 +456,37 @@ fn every_documented_harness_is_imported_connected_with_its_secret_taken_out_and_
 
     let connected = machine.run(&["hub", "connect", "--replace", "--client", &from]);
     ok(&connected);
-    let bin = std::fs::canonicalize(env!("CARGO_BIN_EXE_capabilities")).unwrap();
+    // Every entry runs the hub's link to the binary, which survives its upgrades (`install.rs`).
+    let bin = machine.hub().join("bin/capabilities");
     let bin = bin.to_str().unwrap();
     let mut shapes = Vec::new();
     for fixture in FIXTURES {
         let text = std::fs::read_to_string(&paths[fixture.harness]).unwrap();
         assert!(text.contains(fixture.keeps), "{}: lost {:?}:\n{text}", fixture.harness, fixture.keeps);
-        if fixture.harness == "goose" || fixture.harness == "continue" {
-            assert_eq!(text, before[fixture.harness], "YAML harnesses are never written");
-            assert!(
-                connected.stdout.contains(&format!("manual {}:", fixture.harness)),
-                "{}",
-                connected.stdout
-            );
-            continue;
-        }
         assert!(!text.contains("sk-live-"), "{} still holds the token:\n{text}", fixture.harness);
-        let doc: Value = jsonc(&text);
+        let yaml = matches!(fixture.harness, "hermes" | "goose" | "continue");
+        let doc: Value = if yaml { serde_norway::from_str(&text).unwrap() } else { jsonc(&text) };
         let key = servers_key(fixture.harness);
-        let ours = &doc[key]["capabilities"];
-        let command = ours["command"].as_array().map_or(&ours["command"], |line| &line[0]);
+        // Continue lists its servers, each with its `name`; the others key them by name.
+        let named = |servers: &Value, name: &str| match servers {
+            Value::Array(items) => items.iter().find(|i| i["name"] == name).cloned(),
+            other => other.get(name).cloned(),
+        };
+        let ours = named(&doc[key], "capabilities").unwrap_or_default();
+        let command = ours.get("command").or_else(|| ours.get("cmd")).cloned().unwrap_or_default();
+        let command = command.as_array().map_or(command.clone(), |line| line[0].clone());
         assert_eq!(command, bin, "{}: {ours}", fixture.harness);
-        let memory = doc[key].get("memory").or_else(|| doc["capabilitiesDisabledMcpServers"].get("memory"));
+        let memory =
+            named(&doc[key], "memory").or_else(|| named(&doc["capabilitiesDisabledMcpServers"], "memory"));
         let memory =
             memory.unwrap_or_else(|| panic!("{}: the memory entry is gone:\n{text}", fixture.harness));
-        let env = memory.get("env").or_else(|| memory.get("environment")).unwrap();
+        let env = ["env", "environment", "envs"].iter().find_map(|k| memory.get(*k)).unwrap();
         assert!(
             env.get("API_TOKEN").is_none() && env.get("MEMORY_FILE_PATH").is_some(),
             "{}: {env}",
             fixture.harness
         );
-        let off = if doc[key].get("memory").is_some() {
+        let off = if named(&doc[key], "memory").is_some() {
             let flag = ["disabled", "enabled"].into_iter().find(|f| memory.get(*f).is_some()).unwrap();
             format!("{flag}={}", memory[flag])
         } else {
@@ -502,6 +516,9 @@ fn every_documented_harness_is_imported_connected_with_its_secret_taken_out_and_
             "factory-droid: [\"args\", \"command\", \"env\", \"type\"], memory disabled=true",
             "lm-studio: [\"args\", \"command\", \"env\"], memory moved",
             "kiro: [\"args\", \"command\", \"env\"], memory disabled=true",
+            "hermes: [\"args\", \"command\", \"env\"], memory enabled=false",
+            "goose: [\"args\", \"cmd\", \"enabled\", \"envs\", \"name\", \"timeout\", \"type\"], memory enabled=false",
+            "continue: [\"args\", \"command\", \"env\", \"name\"], memory moved",
         ]
     "#]]
     .assert_debug_eq(&shapes);
@@ -513,7 +530,7 @@ fn every_documented_harness_is_imported_connected_with_its_secret_taken_out_and_
     let listed = ok(&machine.run(&["hub", "connect", "--list", "--client", "zed,goose"])).stdout.clone();
     expect![[r#"
         zed               found     connected: $HOME/.config/zed/settings.json (json, connect writes it)
-        goose             found     not connected: $HOME/.config/goose/config.yaml (yaml, connect prints what to paste)
+        goose             found     connected: $HOME/.config/goose/config.yaml (yaml, connect writes it)
     "#]]
     .assert_eq(&listed);
 
@@ -532,6 +549,8 @@ fn servers_key(harness: &str) -> &'static str {
         "vscode" => "servers",
         "zed" => "context_servers",
         "amp" => "amp.mcpServers",
+        "hermes" => "mcp_servers",
+        "goose" => "extensions",
         _ => "mcpServers",
     }
 }
@@ -768,4 +787,36 @@ fn gemini_clis_own_listing_connects_to_the_hub_after_connect_replace() {
         before,
         "rollback restores the file byte for byte"
     );
+}
+
+#[test]
+fn hostile_yaml_is_refused_with_a_reason_and_left_untouched() {
+    let machine = Machine::new();
+    let paths = machine.paths();
+    let bomb =
+        (1..9).fold("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n".to_owned(), |text, n| {
+            let prev = format!("*a{}", n - 1);
+            format!("{text}a{n}: &a{n} [{}]\n", [prev.as_str(); 9].join(", "))
+        });
+    let huge = format!("# {}\nmcp_servers: {{}}\n", "x".repeat(17 * 1024 * 1024));
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("an alias bomb", bomb, "repetition limit exceeded"),
+        ("duplicate keys", "mcp_servers:\n  a: {command: x}\nmcp_servers: {}\n".into(), "duplicate entry"),
+        ("tabs", "mcp_servers:\n\tmemory:\n\t\tcommand: x\n".into(), "cannot start any token"),
+        ("a list at the top", "- mcp_servers\n".into(), "top level is not a mapping"),
+        (
+            "an anchor other keys alias",
+            "mcp_servers: &s\n  a: {command: x}\ncopy: *s\n".into(),
+            "anchor or alias",
+        ),
+        ("a huge file", huge, "too large to rewrite safely"),
+    ];
+    for (what, text, says) in cases {
+        machine.write(&paths["hermes"], &text);
+        let ran = machine.run(&["hub", "connect", "--client", "hermes"]);
+        assert_eq!(ran.code, 1, "{what}: {}", ran.stdout);
+        assert!(ran.stdout.contains("failed hermes: $HOME/.hermes/config.yaml"), "{what}: {}", ran.stdout);
+        assert!(ran.stdout.contains(says), "{what}: {}", ran.stdout);
+        assert!(std::fs::read_to_string(&paths["hermes"]).unwrap() == text, "{what}: the file is untouched");
+    }
 }

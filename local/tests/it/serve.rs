@@ -213,6 +213,7 @@ pub(crate) fn memory_hub(home: &Path) {
             )]),
             env_slots: Vec::new(),
             cwd: None,
+            isolation: None,
         },
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

@@ -36,6 +36,7 @@ fn stdio(
             env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>(),
             env_slots: env_slots.iter().map(|s| (*s).to_owned()).collect(),
             cwd: None,
+            isolation: None,
         },
     }
 }

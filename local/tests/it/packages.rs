@@ -1,0 +1,419 @@
+//! Verified installs and isolated stdio servers, for real: the memory server installed from the
+//! registry with its signatures checked; a local package served by a tiny registry on loopback
+//! whose `postinstall` must not run, then tampered with; a version that does not exist; and,
+//! inside bubblewrap, a server that cannot read `~/.ssh` or reach a loopback listener unless
+//! granted the network. Needs `npm`, `node` and `bwrap` (`apt-get install bubblewrap`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use super::support::repo;
+
+/// A hub in a temporary directory with a home of its own (`HOME`), an npm cache of its own
+/// and, when given, a registry.
+struct Hub {
+    dir: tempfile::TempDir,
+    registry: Option<String>,
+    /// `PATH` for the hub, when not the test's.
+    path: Option<PathBuf>,
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Hub {
+    fn new() -> Hub {
+        for tool in ["npm", "node", "bwrap"] {
+            let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().unwrap();
+            assert!(
+                found.status.success(),
+                "`{tool}` is not on PATH: install it (bubblewrap: `apt-get install bubblewrap`)"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
+        std::fs::write(dir.path().join("home/.ssh/id_test"), "PRIVATE KEY").unwrap();
+        Hub { dir, registry: None, path: None }
+    }
+
+    fn store(&self) -> PathBuf {
+        self.dir.path().join("hub")
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn run(&self, args: &[&str]) -> Ran {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capabilities"));
+        command
+            .arg("hub")
+            .args(args)
+            .env("CAPABILITIES_HOME", self.store())
+            .env("HOME", self.home())
+            .env("npm_config_cache", self.dir.path().join("npm-cache"))
+            .env("NO_COLOR", "1")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        if let Some(registry) = &self.registry {
+            command.env("npm_config_registry", registry);
+        }
+        if let Some(path) = &self.path {
+            command.env("PATH", path);
+        }
+        let Output { status, stdout, stderr } = command.output().unwrap();
+        Ran {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    fn exec(&self, code: &str) -> Value {
+        let ran = self.run(&["--json", "exec", code]);
+        assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+        let envelope: Value = serde_json::from_str(&ran.stdout).unwrap();
+        envelope["result"].clone()
+    }
+
+    fn lock(&self) -> Value {
+        let text = std::fs::read_to_string(self.store().join("packages.lock.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// What `packages/npm/` holds, partial installs included.
+    fn installed(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.store().join("packages/npm"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// The signature check as this registry allows it: verified where the registry publishes
+/// keys, else said to be unavailable (the mirror these tests run against publishes none:
+/// `/-/npm/v1/keys` is 404, packuments carry no `dist.signatures`, and npm cannot reach the
+/// sigstore TUF repository).
+fn assert_checked(check: &Value) {
+    let status = check["status"].as_str().unwrap();
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        status == "verified" || (status == "unavailable" && detail.contains("npm could not verify anything")),
+        "{check}"
+    );
+}
+
+#[test]
+fn the_memory_server_installs_verified_and_runs_isolated_with_receipts() {
+    let hub = Hub::new();
+    let state = hub.store().join("state/memory");
+    let memory = format!("MEMORY_FILE_PATH={}", state.join("memory.jsonl").display());
+    let added =
+        hub.run(&["add", "npm:@modelcontextprotocol/server-memory@2026.8.31", "--env", &memory, "--yes"]);
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    assert_eq!(
+        added.stdout,
+        "added `memory` (npm @modelcontextprotocol/server-memory@2026.8.31) with 9 tools\n"
+    );
+    assert!(added.stderr.contains("with install scripts off"), "{}", added.stderr);
+    assert!(added.stderr.contains("isolated (bubblewrap)"), "{}", added.stderr);
+
+    let lock = hub.lock();
+    let locked = &lock["packages"]["memory"];
+    assert_eq!(locked["name"], "@modelcontextprotocol/server-memory");
+    assert_eq!(locked["version"], "2026.8.31");
+    assert_eq!(
+        locked["integrity"],
+        "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWxzapyY/MT2tOVyZwvxChvevXSLPwx59nKJAlVpUVW+cOlnVRXRwiqMQ=="
+    );
+    assert_eq!(locked["bin"], "node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    assert_checked(&locked["signatures"]);
+    assert_eq!(hub.installed(), ["@modelcontextprotocol+server-memory@2026.8.31"]);
+
+    let source: Value =
+        serde_json::from_str(&std::fs::read_to_string(hub.store().join("sources/memory.json")).unwrap())
+            .unwrap();
+    let transport = &source["spec"]["transport"];
+    assert!(transport["args"][0].as_str().unwrap().starts_with(hub.store().to_str().unwrap()));
+    assert_eq!(transport["isolation"]["state"], state.to_str().unwrap());
+    assert_eq!(transport["isolation"].get("net"), None);
+
+    let code = r#"await memory.createEntities({entities:[{name:"a",entityType:"t",observations:["x"]}]}); return (await memory.readGraph({})).entities.length"#;
+    let paused = hub.run(&["exec", code]);
+    assert_eq!(paused.code, 4, "{}{}", paused.stdout, paused.stderr);
+    let start = paused.stdout.find("run_").unwrap();
+    let id: String =
+        paused.stdout[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let approved = hub.run(&["--json", "approve", &id, "--choice", "once"]);
+    assert_eq!(approved.code, 0, "{}{}", approved.stdout, approved.stderr);
+    // The server wrote into its own state directory, the only place it can.
+    assert!(std::fs::read_to_string(state.join("memory.jsonl")).unwrap().contains(r#""name":"a""#));
+
+    let shown = hub.run(&["runs", "show", &id, "--receipts"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("receipts:"), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("source    npm:@modelcontextprotocol/server-memory@2026.8.31 sha512-ljj/"),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("allowed once by a person"), "{}", shown.stdout);
+    let json = hub.run(&["--json", "runs", "show", &id, "--receipts"]);
+    let value: Value = serde_json::from_str(&json.stdout).unwrap();
+    let receipts = value["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 2, "{value}");
+    for receipt in receipts {
+        assert_eq!(receipt["source"]["kind"], "package");
+        assert_eq!(receipt["status"], "ok");
+        assert!(receipt["input"].as_str().unwrap().starts_with("sha256:"));
+        assert!(receipt["output"].as_str().unwrap().starts_with("sha256:"));
+        assert!(receipt["contract"].as_str().is_some_and(|c| !c.is_empty()), "{receipt}");
+        assert!(receipt["ms"].is_u64());
+    }
+    assert_eq!(receipts[1]["decision"], "by policy, no person asked");
+
+    let doctor = hub.run(&["doctor"]);
+    assert!(doctor.stdout.contains("isolated (bubblewrap)"), "{}{}", doctor.stdout, doctor.stderr);
+
+    let refreshed = hub.run(&["refresh", "memory"]);
+    assert_eq!(refreshed.code, 0, "{}{}", refreshed.stdout, refreshed.stderr);
+    assert!(
+        refreshed
+            .stdout
+            .contains("memory: npm:@modelcontextprotocol/server-memory@2026.8.31 is the latest version")
+            || refreshed.stdout.contains("is available (locked at 2026.8.31); nothing was upgraded"),
+        "{}",
+        refreshed.stdout
+    );
+}
+
+#[test]
+fn a_version_that_does_not_exist_is_refused_and_nothing_is_installed() {
+    let hub = Hub::new();
+    let added = hub.run(&["add", "npm:@modelcontextprotocol/server-memory@0.0.0-nope", "--yes"]);
+    assert_eq!(added.code, 1, "{}{}", added.stdout, added.stderr);
+    assert!(added.stderr.contains("No match found for version 0.0.0-nope"), "{}", added.stderr);
+    assert!(hub.installed().is_empty());
+    assert!(!hub.store().join("sources/memory.json").exists());
+
+    let pypi = hub.run(&["add", "pypi:mcp-server-git", "--yes"]);
+    assert_eq!(pypi.code, 2, "{}", pypi.stderr);
+    assert!(pypi.stderr.contains("PyPI is not supported yet"), "{}", pypi.stderr);
+}
+
+/// `marker-server@1.0.0`, packed from the fixture with a `postinstall` that writes `marker`.
+struct Tarball {
+    bytes: Vec<u8>,
+    integrity: String,
+}
+
+fn pack(dir: &Path, marker: &Path) -> Tarball {
+    let package = dir.join("marker-server");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(repo().join("local/tests/fixtures/marker-server/server.js"), package.join("server.js"))
+        .unwrap();
+    let script = format!("node -e \"require('fs').writeFileSync('{}', 'ran')\"", marker.display());
+    let manifest = serde_json::json!({
+        "name": "marker-server",
+        "version": "1.0.0",
+        "bin": { "marker-server": "server.js" },
+        "scripts": { "postinstall": script },
+    });
+    std::fs::write(package.join("package.json"), manifest.to_string()).unwrap();
+    let out = Command::new("npm")
+        .args(["pack", "--json", "--pack-destination"])
+        .arg(dir)
+        .current_dir(&package)
+        .env("npm_config_cache", dir.join("npm-cache"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let packed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = dir.join(packed[0]["filename"].as_str().unwrap());
+    Tarball {
+        bytes: std::fs::read(file).unwrap(),
+        integrity: packed[0]["integrity"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// A registry on loopback serving one package: its packument (with `integrity`) and the bytes
+/// of `tarball`. Every other path is 404. Lives as long as the test.
+fn serve_registry(tarball: Vec<u8>, integrity: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
+    let packument = serde_json::json!({
+        "name": "marker-server",
+        "dist-tags": { "latest": "1.0.0" },
+        "versions": { "1.0.0": {
+            "name": "marker-server",
+            "version": "1.0.0",
+            "bin": { "marker-server": "server.js" },
+            "scripts": { "postinstall": "node -e 1" },
+            "dist": { "integrity": integrity, "tarball": format!("{base}marker-server/-/marker-server-1.0.0.tgz") },
+        } },
+    })
+    .to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
+                    break;
+                }
+            }
+            let path = request.split(' ').nth(1).unwrap_or("");
+            let (status, body, kind): (&str, Vec<u8>, &str) = match path {
+                "/marker-server" => ("200 OK", packument.clone().into_bytes(), "application/json"),
+                "/marker-server/-/marker-server-1.0.0.tgz" => {
+                    ("200 OK", tarball.clone(), "application/octet-stream")
+                }
+                _ => ("404 Not Found", b"{}".to_vec(), "application/json"),
+            };
+            let mut stream = stream;
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body));
+            let _ = reader.read(&mut [0u8; 0]);
+        }
+    });
+    base
+}
+
+#[test]
+fn install_scripts_never_run_and_the_isolated_server_keeps_to_its_box() {
+    let mut hub = Hub::new();
+    let marker = hub.dir.path().join("marker");
+    let tarball = pack(&hub.dir.path().join("pack"), &marker);
+    hub.registry = Some(serve_registry(tarball.bytes, tarball.integrity.clone()));
+
+    let added = hub.run(&["add", "npm:marker-server@1.0.0", "--namespace", "boxed", "--yes"]);
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    assert!(!marker.exists(), "the postinstall script ran");
+    assert_eq!(hub.lock()["packages"]["boxed"]["integrity"], tarball.integrity.as_str());
+    let netted = hub.run(&["add", "npm:marker-server@1.0.0", "--namespace", "netted", "--net", "--yes"]);
+    assert_eq!(netted.code, 0, "{}{}", netted.stdout, netted.stderr);
+    assert!(netted.stderr.contains("network granted"), "{}", netted.stderr);
+    let open = hub.run(&["add", "npm:marker-server@1.0.0", "--namespace", "open", "--no-isolate", "--yes"]);
+    assert_eq!(open.code, 0, "{}{}", open.stdout, open.stderr);
+    assert!(!marker.exists(), "the postinstall script ran");
+    assert_eq!(hub.installed(), ["marker-server@1.0.0"]);
+
+    let key = hub.home().join(".ssh/id_test");
+    let read =
+        |ns: &str| hub.exec(&format!("return await {ns}.readFile({{ path: {:?} }})", key.to_str().unwrap()));
+    assert_eq!(read("boxed"), "error: ENOENT");
+    assert_eq!(read("netted"), "error: ENOENT");
+    assert_eq!(read("open"), "read: PRIVATE KEY");
+    let proc = |ns: &str, file: &str| -> String {
+        hub.exec(&format!("return await {ns}.readFile({{ path: '/proc/self/{file}' }})"))
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let status = proc("boxed", "status");
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
+    let limits = proc("boxed", "limits");
+    let line = |name: &str| limits.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_owned();
+    assert!(line("Max open files").split_whitespace().any(|w| w == "4096"), "{limits}");
+    assert!(line("Max core file size").split_whitespace().any(|w| w == "0"), "{limits}");
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || for _ in listener.incoming() {});
+    let connect = |ns: &str| hub.exec(&format!("return await {ns}.connect({{ port: {port} }})"));
+    assert_eq!(connect("boxed"), "error: ECONNREFUSED");
+    assert_eq!(connect("netted"), "connected");
+    assert_eq!(connect("open"), "connected");
+
+    let doctor = hub.run(&["doctor"]);
+    assert!(doctor.stdout.contains("unisolated: runs as you"), "{}", doctor.stdout);
+}
+
+#[test]
+fn a_tampered_tarball_is_refused_and_nothing_is_left_installed() {
+    let mut hub = Hub::new();
+    let marker = hub.dir.path().join("marker");
+    let tarball = pack(&hub.dir.path().join("pack"), &marker);
+    let mut tampered = tarball.bytes.clone();
+    let middle = tampered.len() / 2;
+    tampered[middle] ^= 0xff;
+    hub.registry = Some(serve_registry(tampered, tarball.integrity));
+
+    let added = hub.run(&["add", "npm:marker-server@1.0.0", "--namespace", "boxed", "--yes"]);
+    assert_eq!(added.code, 1, "{}{}", added.stdout, added.stderr);
+    assert!(added.stderr.contains("does not match the integrity the registry published"), "{}", added.stderr);
+    assert!(hub.installed().is_empty(), "{:?}", hub.installed());
+    assert!(!hub.store().join("sources/boxed.json").exists());
+    assert!(!marker.exists());
+}
+
+#[test]
+fn import_offers_an_npx_entry_as_a_verified_isolated_install() {
+    let hub = Hub::new();
+    let entry = serde_json::json!({ "mcpServers": { "memory": {
+        "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"],
+    } } });
+    std::fs::write(hub.home().join(".claude.json"), entry.to_string()).unwrap();
+
+    let offered = hub.run(&["import", "--from", "claude-code"]);
+    assert_eq!(offered.code, 2, "{}{}", offered.stdout, offered.stderr);
+    assert!(
+        offered.stdout.contains(
+            "`capabilities hub import --verified` installs npm:@modelcontextprotocol/server-memory@2026.8.31 pinned and isolated instead"
+        ),
+        "{}",
+        offered.stdout
+    );
+
+    let imported = hub.run(&["import", "--from", "claude-code", "--verified", "--yes"]);
+    assert_eq!(imported.code, 0, "{}{}", imported.stdout, imported.stderr);
+    assert!(imported.stdout.contains("installed verified instead of npx"), "{}", imported.stdout);
+    assert!(imported.stdout.contains("added `memory` with 9 tools"), "{}", imported.stdout);
+    assert_eq!(hub.lock()["packages"]["memory"]["version"], "2026.8.31");
+    let source: Value =
+        serde_json::from_str(&std::fs::read_to_string(hub.store().join("sources/memory.json")).unwrap())
+            .unwrap();
+    assert!(source["spec"]["transport"]["isolation"].is_object(), "{source}");
+    assert_ne!(source["spec"]["transport"]["command"], "npx");
+}
+
+#[test]
+fn without_bubblewrap_an_install_says_how_to_get_it_or_how_to_run_unisolated() {
+    let mut hub = Hub::new();
+    // A PATH with node and npm but no bwrap.
+    let bin = hub.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["node", "npm", "sh"] {
+        let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().unwrap();
+        let path = String::from_utf8(found.stdout).unwrap();
+        std::os::unix::fs::symlink(path.trim(), bin.join(tool)).unwrap();
+    }
+    hub.path = Some(bin);
+    let added = hub.run(&["add", "npm:@modelcontextprotocol/server-memory@2026.8.31", "--yes"]);
+    assert_eq!(added.code, 1, "{}{}", added.stdout, added.stderr);
+    assert!(added.stderr.contains("`apt-get install bubblewrap`"), "{}", added.stderr);
+    assert!(added.stderr.contains("`--no-isolate` to run it unisolated on purpose"), "{}", added.stderr);
+    assert!(hub.installed().is_empty());
+    let command = hub.run(&["add", "--isolate", "--yes", "--", "node", "-e", "1"]);
+    assert_eq!(command.code, 1, "{}{}", command.stdout, command.stderr);
+    assert!(command.stderr.contains("`apt-get install bubblewrap`"), "{}", command.stderr);
+}

@@ -1,0 +1,429 @@
+//! The generated sections of the site's pages. A page holds `<!-- generated:NAME -->` …
+//! `<!-- /generated:NAME -->`; what lies between is written here, from `capabilities docs-data`
+//! (clap's command tree, core's tool definitions, instructions and limits, the harness
+//! descriptors) and from `site/glossary.toml` and `site/status.toml`. The sections are
+//! committed, so a reader of the repository sees them too, and `--check` compares.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A page that holds generated sections, as it should read.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Relative to `site/`.
+    pub path: String,
+    pub text: String,
+    /// It differs from the file on disk.
+    pub stale: bool,
+}
+
+const OPEN: &str = "<!-- generated:";
+const CLOSE: &str = "<!-- /generated:";
+
+pub fn is_marker(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with(OPEN) || line.starts_with(CLOSE)
+}
+
+/// Every page with generated sections, regenerated.
+pub fn apply(site: &Path, data: &Value) -> Result<Vec<Source>> {
+    let inputs = Inputs {
+        data,
+        glossary: toml::from_str(&read(site, "glossary.toml")?).context("reading site/glossary.toml")?,
+        status: toml::from_str(&read(site, "status.toml")?).context("reading site/status.toml")?,
+    };
+    let mut paths = Vec::new();
+    super::collect_md(site, site, &mut paths)?;
+    let mut out = Vec::new();
+    for path in paths {
+        let old = read(site, &path)?;
+        if !old.contains(OPEN) {
+            continue;
+        }
+        let text = regenerate(&old, &inputs).with_context(|| format!("generating site/{path}"))?;
+        out.push(Source { stale: text != old, path, text });
+    }
+    Ok(out)
+}
+
+fn read(site: &Path, rel: &str) -> Result<String> {
+    std::fs::read_to_string(site.join(rel)).with_context(|| format!("reading site/{rel}"))
+}
+
+struct Inputs<'a> {
+    data: &'a Value,
+    glossary: Glossary,
+    status: Status,
+}
+
+/// `site/glossary.toml`: the project's words, each with one meaning and a fixed anchor.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Glossary {
+    term: Vec<Term>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Term {
+    id: String,
+    term: String,
+    definition: String,
+    #[serde(default)]
+    not: Vec<String>,
+}
+
+/// `site/status.toml`: what works (with the tests that show it) and what is planned.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Status {
+    area: Vec<Area>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Area {
+    name: String,
+    item: Vec<Item>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Item {
+    what: String,
+    status: String,
+    /// The tests that back an `available` item (paths in the repository).
+    #[serde(default)]
+    tests: Vec<String>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+fn regenerate(text: &str, inputs: &Inputs) -> Result<String> {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        out.push('\n');
+        let Some(name) = line.trim().strip_prefix(OPEN).and_then(|l| l.strip_suffix("-->")) else { continue };
+        let name = name.trim();
+        let close = format!("{CLOSE}{name} -->");
+        if !lines.any(|l| l.trim() == close) {
+            bail!("`{OPEN}{name} -->` has no `{close}`");
+        }
+        out.push('\n');
+        out.push_str(section(name, inputs)?.trim_end());
+        out.push_str("\n\n");
+        out.push_str(&close);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn section(name: &str, inputs: &Inputs) -> Result<String> {
+    let data = inputs.data;
+    Ok(match name {
+        "cli" => cli(&data["cli"]),
+        "mcp-instructions" => {
+            format!("```text\n{}\n```\n", data["instructions"].as_str().unwrap_or_default())
+        }
+        "mcp-tools" => tools(&data["tools"])?,
+        "mcp-limits" => limits(&data["limits"], &data["limitDocs"]),
+        "harnesses" => harnesses(&data["harnesses"]),
+        "connect-snippets" => connect_snippets(&data["harnesses"])?,
+        "glossary" => glossary(&inputs.glossary),
+        "status" => status(&inputs.status)?,
+        other => bail!("no generator is called `{other}`"),
+    })
+}
+
+/// Text for one table cell: on one line, `|` escaped, and `<` outside code spans escaped so
+/// help text such as `--port <port>` stays text instead of becoming an HTML tag.
+fn cell(text: &str) -> String {
+    let text = text.replace('|', "\\|").split_whitespace().collect::<Vec<_>>().join(" ");
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 0 { part.replace('<', "\\<") } else { part.to_owned() })
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_default()
+}
+
+fn cli(root: &Value) -> String {
+    let mut out = String::new();
+    command(root, 2, &mut out);
+    out
+}
+
+fn command(cmd: &Value, level: usize, out: &mut String) {
+    out.push_str(&format!("{} `{}`\n\n", "#".repeat(level.min(6)), s(cmd, "path")));
+    let about = cmd["longAbout"].as_str().or(cmd["about"].as_str()).unwrap_or_default();
+    if !about.is_empty() {
+        let about = about.trim_end_matches('.');
+        out.push_str(&format!("{about}.\n\n"));
+    }
+    out.push_str(&format!("```text\n{}\n```\n\n", s(cmd, "usage")));
+    let args: Vec<&Value> = cmd["args"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
+    if !args.is_empty() {
+        out.push_str("| Argument | What it does |\n| --- | --- |\n");
+        for arg in args {
+            out.push_str(&format!("| {} | {} |\n", arg_name(arg), arg_help(arg)));
+        }
+        out.push('\n');
+    }
+    for sub in cmd["subcommands"].as_array().into_iter().flatten() {
+        command(sub, level + 1, out);
+    }
+}
+
+fn arg_name(arg: &Value) -> String {
+    let values: Vec<&str> =
+        arg["valueNames"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let value = values.iter().map(|v| format!("<{v}>")).collect::<Vec<_>>().join(" ");
+    let name = if arg["positional"].as_bool() == Some(true) {
+        if value.is_empty() { format!("<{}>", s(arg, "id").to_uppercase()) } else { value }
+    } else {
+        let mut name = format!("--{}", s(arg, "long"));
+        if let Some(short) = arg["short"].as_str() {
+            name = format!("-{short}, {name}");
+        }
+        if arg["takesValue"].as_bool() == Some(true) && !value.is_empty() {
+            name = format!("{name} {value}");
+        }
+        name
+    };
+    format!("`{}`", name.replace('|', "\\|"))
+}
+
+fn arg_help(arg: &Value) -> String {
+    let mut help = cell(arg["help"].as_str().unwrap_or_default());
+    if !help.is_empty() && !help.ends_with('.') && !help.ends_with(')') {
+        help.push('.');
+    }
+    let mut extra = Vec::new();
+    if arg["required"].as_bool() == Some(true) {
+        extra.push("Required.".to_owned());
+    }
+    let possible: Vec<String> = arg["possibleValues"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|v| format!("`{v}`"))
+        .collect();
+    if !possible.is_empty() {
+        extra.push(format!("One of {}.", possible.join(", ")));
+    }
+    let defaults: Vec<String> = arg["defaults"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|v| format!("`{v}`"))
+        .collect();
+    if !defaults.is_empty() {
+        extra.push(format!("Default {}.", defaults.join(", ")));
+    }
+    if let Some(env) = arg["env"].as_str() {
+        extra.push(format!("Also read from `{env}`."));
+    }
+    if arg["global"].as_bool() == Some(true) {
+        extra.push("Accepted by every command.".to_owned());
+    }
+    [help].into_iter().chain(extra).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+fn tools(tools: &Value) -> Result<String> {
+    let mut out = String::new();
+    for tool in tools.as_array().context("docs-data has no tools")? {
+        let name = s(tool, "name");
+        out.push_str(&format!("### `{name}`\n\n{}\n\n", s(tool, "description")));
+        let hints: Vec<String> = tool["annotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("`{k}: {v}`"))
+            .collect();
+        if !hints.is_empty() {
+            out.push_str(&format!("Annotations: {}.\n\n", hints.join(", ")));
+        }
+        out.push_str(&format!(
+            "Input schema:\n\n```json\n{}\n```\n\n",
+            serde_json::to_string_pretty(&tool["inputSchema"])?
+        ));
+        if tool.get("outputSchema").is_some() {
+            out.push_str(&format!(
+                "Output schema (the envelope):\n\n```json\n{}\n```\n\n",
+                serde_json::to_string_pretty(&tool["outputSchema"])?
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn limits(limits: &Value, docs: &Value) -> String {
+    let mut out = String::from("| Limit | Default | What it bounds |\n| --- | --- | --- |\n");
+    for (key, value) in limits.as_object().into_iter().flatten() {
+        let n = value.as_u64().unwrap_or_default();
+        let shown = if key.ends_with("Bytes") {
+            bytes(n)
+        } else if key.ends_with("Ms") {
+            millis(n)
+        } else {
+            group(n)
+        };
+        out.push_str(&format!("| `{key}` | {shown} | {} |\n", cell(docs[key].as_str().unwrap_or_default())));
+    }
+    out
+}
+
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn bytes(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{} B", group(n))
+    }
+}
+
+fn millis(n: u64) -> String {
+    match n {
+        n if n >= 3_600_000 && n.is_multiple_of(3_600_000) => format!("{} h", n / 3_600_000),
+        n if n >= 1000 && n.is_multiple_of(1000) => format!("{} s", group(n / 1000)),
+        n => format!("{} ms", group(n)),
+    }
+}
+
+fn fence(format: &str) -> &str {
+    match format {
+        "toml" => "toml",
+        "yaml" => "yaml",
+        _ => "json",
+    }
+}
+
+fn harnesses(list: &Value) -> String {
+    let mut out = String::from(
+        "| Harness | `--client` | User config | `hub connect` | Tier | Skills folder |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let list: Vec<&Value> = list.as_array().into_iter().flatten().collect();
+    for h in &list {
+        let skills: Vec<String> = h["skills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|p| format!("`~/{p}`"))
+            .collect();
+        out.push_str(&format!(
+            "| [{}](#{}) | `{}` | `{}` | {} | {} | {} |\n",
+            cell(s(h, "name")),
+            s(h, "id"),
+            s(h, "id"),
+            s(h, "config"),
+            if h["writes"].as_bool() == Some(true) { "writes the entry" } else { "prints a snippet" },
+            s(h, "tier"),
+            if skills.is_empty() { "none".to_owned() } else { skills.join(", ") }
+        ));
+    }
+    out.push('\n');
+    for h in &list {
+        out.push_str(&format!("### {} {{#{}}}\n\n", s(h, "name"), s(h, "id")));
+        let project =
+            h["project"].as_str().map(|p| format!(" Its project file is `{p}`.")).unwrap_or_default();
+        let lists = h["lists"].as_str().map(|l| format!(" `{l}` shows what it loaded.")).unwrap_or_default();
+        let how = if h["writes"].as_bool() == Some(true) {
+            format!("`capabilities hub connect --client {}` writes this entry", s(h, "id"))
+        } else {
+            format!("`capabilities hub connect --client {}` prints this entry to paste", s(h, "id"))
+        };
+        out.push_str(&format!("{how} into `{}`.{project}{lists}\n\n", s(h, "config")));
+        out.push_str(&format!("```{}\n{}\n```\n\n", fence(s(h, "format")), s(h, "snippet")));
+    }
+    out
+}
+
+fn connect_snippets(list: &Value) -> Result<String> {
+    let mut out = String::new();
+    for id in ["claude-code", "codex", "cursor"] {
+        let h = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|h| h["id"] == id)
+            .with_context(|| format!("no harness descriptor `{id}`"))?;
+        out.push_str(&format!(
+            "### {}\n\nIn `{}`:\n\n```{}\n{}\n```\n\n",
+            s(h, "name"),
+            s(h, "config"),
+            fence(s(h, "format")),
+            s(h, "snippet")
+        ));
+    }
+    Ok(out)
+}
+
+fn glossary(glossary: &Glossary) -> String {
+    let mut out = String::new();
+    for term in &glossary.term {
+        out.push_str(&format!("### {} {{#{}}}\n\n{}\n", term.term, term.id, term.definition.trim()));
+        if !term.not.is_empty() {
+            let not: Vec<String> = term.not.iter().map(|n| format!("“{n}”")).collect();
+            out.push_str(&format!("\nNot called {}.\n", not.join(" or ")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn status(status: &Status) -> Result<String> {
+    let root = crate::workspace_root();
+    let mut out = String::new();
+    for area in &status.area {
+        out.push_str(&format!("### {}\n\n| What | Status | Shown by |\n| --- | --- | --- |\n", area.name));
+        for item in &area.item {
+            let label = match item.status.as_str() {
+                "available" => "Available",
+                "partial" => "Partly available",
+                "planned" => "Planned",
+                other => bail!("status `{other}` of “{}” is not available, partial or planned", item.what),
+            };
+            if item.status != "planned" && item.tests.is_empty() {
+                bail!("“{}” is {} but names no test that shows it", item.what, item.status);
+            }
+            for test in &item.tests {
+                let file = test.split("::").next().unwrap_or(test);
+                if !root.join(file).exists() {
+                    bail!("“{}” names `{file}`, which does not exist", item.what);
+                }
+            }
+            let tests: Vec<String> = item.tests.iter().map(|t| format!("`{t}`")).collect();
+            let mut shown = tests.join(", ");
+            if let Some(note) = &item.note {
+                shown = if shown.is_empty() { cell(note) } else { format!("{shown}; {}", cell(note)) };
+            }
+            out.push_str(&format!("| {} | {label} | {shown} |\n", cell(&item.what)));
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
