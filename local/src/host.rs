@@ -98,7 +98,10 @@ impl Host {
         }
         let profile = profiles::require(&store, profile)?;
         let full = profiles::full_catalog(&config);
-        for pattern in profile.unmatched(&full) {
+        // `default` serves `*`: on a hub with no sources yet that matches nothing, and says so
+        // in `hub list`; only a person's own patterns are worth a warning.
+        let unmatched = if profile.name == profiles::DEFAULT { Vec::new() } else { profile.unmatched(&full) };
+        for pattern in unmatched {
             warn(&format!("profile `{}` serves `{pattern}`, which matches no tool of the hub", profile.name));
         }
         let pool = SourcePool::with_sources(

@@ -518,6 +518,8 @@ fn doctor_reports_a_healthy_hub_then_a_source_that_does_not_start() {
         sources
           ok   memory: started; lists 9 tool(s), 9 in the manifest
           ok   schemas: every tool's input schema can be checked before a call
+        isolation
+          ok   memory: unisolated: runs as you, with your files and network
         secrets
           ok   keychain: $HUB/secrets.json (CAPABILITIES_KEYCHAIN=file)
         all good
