@@ -9,13 +9,14 @@
 //     `tools/call` sent straight to that server, alternated in one run.
 // (d) a direct-mode profile over the same memory server: `tools/call memory_read_graph` through
 //     the hub against the same call sent straight, alternated in one run;
-// (e) `tools/list` of a direct-mode profile serving about 500 operations of GitHub's REST API
+// (e) `tools/list` of a direct-mode profile serving 500 operations of the usual size (a document
+//     written here), then about 500 operations of GitHub's REST API
 //     (its OpenAPI document from @octokit/openapi), then all 1,223, on a warm server: until the
 //     answer is in (the hub's part) and until this client has parsed it.
 // Prints medians (and p90) as JSON on stdout. Needs `cd node && npm ci`.
 
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, chmodSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -198,7 +199,44 @@ async function listing(profile, serves) {
   // `received_ms`: request sent → the answer's last byte in (the hub's part); `ms`: → parsed.
   return { tools: count, bytes, received_ms: stats(received), ms: stats(took) };
 }
-// About 500 of its operations (the repos, actions and orgs groups), then all of them.
+// 500 operations of the size most APIs have (a path parameter, three query parameters, a
+// small JSON body), from a document written here: the listing's cost apart from GitHub's
+// unusually large schemas.
+const synthetic = { openapi: "3.0.3", info: { title: "Synthetic", version: "1" }, servers: [{ url: "http://127.0.0.1:9" }], paths: {} };
+for (let i = 0; i < 500; i++) {
+  synthetic.paths[`/things${i}/{id}`] = {
+    post: {
+      operationId: `updateThing${i}`,
+      summary: `Update thing ${i}: its name, labels and state.`,
+      parameters: [
+        { name: "id", in: "path", required: true, schema: { type: "string" }, description: "The thing's id." },
+        { name: "dryRun", in: "query", schema: { type: "boolean" }, description: "Check without writing." },
+        { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 100 } },
+        { name: "sort", in: "query", schema: { type: "string", enum: ["name", "created", "updated"] } },
+      ],
+      requestBody: {
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              properties: {
+                name: { type: "string", description: "A new name." },
+                labels: { type: "array", items: { type: "string" } },
+                state: { type: "string", enum: ["open", "closed"] },
+              },
+            },
+          },
+        },
+      },
+      responses: { 200: { description: "The thing." } },
+    },
+  };
+}
+const syntheticFile = join(home, "synthetic.json");
+writeFileSync(syntheticFile, JSON.stringify(synthetic));
+execFileSync(binary, ["hub", "add", syntheticFile, "--namespace", "things", "--auth", "none", "--yes"], { env, stdio: "ignore" });
+const typical500 = await listing("typical500", "things");
+// About 500 of GitHub's operations (the repos, actions and orgs groups), then all of them.
 const gh500 = await listing("gh500", "github.repos*,github.actions*,github.orgs*");
 const ghAll = await listing("gh", "github");
 
@@ -219,6 +257,7 @@ console.log(
       direct_mode_call_ms: directModeStats,
       direct_tools_call_alongside_ms: straightTooStats,
       direct_mode_ratio_of_medians: +(directModeStats.median / straightTooStats.median).toFixed(2),
+      direct_mode_tools_list_500_typical: typical500,
       direct_mode_tools_list_500: gh500,
       direct_mode_tools_list_all: ghAll,
     },
