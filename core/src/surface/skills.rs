@@ -32,12 +32,15 @@ pub struct SkillDoc {
     pub files: Vec<(String, u64)>,
     /// The words of its name and description, stemmed once here rather than on every search.
     words: BTreeSet<String>,
+    /// Its line in `search`, made once here too.
+    line: String,
 }
 
 impl SkillDoc {
     pub fn new(name: String, description: String, skill_md: String, files: Vec<(String, u64)>) -> SkillDoc {
         let words = words(&format!("{name} {description}"));
-        SkillDoc { name, description, skill_md, files, words }
+        let line = format!("  {PREFIX}{name} — {}", one_line(&description));
+        SkillDoc { name, description, skill_md, files, words, line }
     }
 }
 
@@ -114,7 +117,7 @@ pub fn search_lines(shown: &[&SkillDoc]) -> Vec<String> {
     }
     let mut lines =
         vec!["Skills (instructions to read, not tools to call; describe one to read it):".to_owned()];
-    lines.extend(shown.iter().map(|s| format!("  {PREFIX}{} — {}", s.name, one_line(&s.description))));
+    lines.extend(shown.iter().map(|s| s.line.clone()));
     lines
 }
 
