@@ -25,6 +25,11 @@ pub enum Command {
     Hub(HubCommand),
     /// Restore the harness configs the hub changed last (`hub connect`, `hub disconnect`).
     Rollback(commands::rollback::RollbackArgs),
+    /// The census: the hub's sources and skills, and each harness on this machine — whether it
+    /// points at the hub and which servers it still runs itself.
+    List(commands::census::CensusArgs),
+    /// Check the hub, its sources and secrets, and every harness's entry (as `hub doctor`).
+    Doctor(commands::doctor::DoctorArgs),
     /// Serve one of the example MCP servers `hub demo` uses, over stdio.
     // Named `example-server` for good: the demo's stored source records run it by that name.
     #[command(name = "example-server", hide = true)]
@@ -101,6 +106,8 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
+        Command::List(args) => commands::census::run(&settings, args),
+        Command::Doctor(args) => commands::doctor::run(&settings, args),
         Command::DemoServer { which } => crate::demo_servers::serve(which).map(|()| ExitCode::SUCCESS),
         Command::DocsData => commands::docs_data::run(),
         Command::Hub(HubCommand::Demo(args)) => commands::demo::run(&settings, args),

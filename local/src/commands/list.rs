@@ -25,26 +25,7 @@ pub fn run(settings: &Settings, _args: ListArgs) -> Result<ExitCode> {
     for problem in &config.problems {
         eprintln!("warning: {problem}");
     }
-    let mut rows = Vec::new();
-    for (record, manifest, connections) in &config.sources {
-        let (transport, target) = match &record.spec.transport {
-            SourceTransport::Stdio { .. } => {
-                ("stdio", sources::command_line(&record.spec).unwrap_or_default())
-            }
-            SourceTransport::Http { url, .. } => ("http", url.clone()),
-            SourceTransport::OpenApi(api) => ("openapi", api.base_url.clone()),
-        };
-        let unreviewed =
-            manifest.as_ref().map(|m| review::needs_review(m, &config.policy, None).len()).unwrap_or(0);
-        rows.push(json!({
-            "namespace": record.spec.namespace,
-            "transport": transport,
-            "target": target,
-            "tools": manifest.as_ref().map(|m| m.tools.len()),
-            "unreviewed": unreviewed,
-            "connections": connections.connections.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-        }));
-    }
+    let rows = source_rows(&config);
     if settings.json {
         return print_stdout(&format!("{}\n", serde_json::to_string_pretty(&rows)?))
             .map(|()| Exit::Ok.into());
@@ -76,4 +57,30 @@ pub fn run(settings: &Settings, _args: ListArgs) -> Result<ExitCode> {
     }
     print_stdout(&out)?;
     Ok(Exit::Ok.into())
+}
+
+/// One row per source: namespace, transport, what it runs or reaches, tools, unreviewed tools
+/// and connections (`hub list` and the census `capabilities list`).
+pub fn source_rows(config: &HubConfig) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for (record, manifest, connections) in &config.sources {
+        let (transport, target) = match &record.spec.transport {
+            SourceTransport::Stdio { .. } => {
+                ("stdio", sources::command_line(&record.spec).unwrap_or_default())
+            }
+            SourceTransport::Http { url, .. } => ("http", url.clone()),
+            SourceTransport::OpenApi(api) => ("openapi", api.base_url.clone()),
+        };
+        let unreviewed =
+            manifest.as_ref().map(|m| review::needs_review(m, &config.policy, None).len()).unwrap_or(0);
+        rows.push(json!({
+            "namespace": record.spec.namespace,
+            "transport": transport,
+            "target": target,
+            "tools": manifest.as_ref().map(|m| m.tools.len()),
+            "unreviewed": unreviewed,
+            "connections": connections.connections.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        }));
+    }
+    rows
 }

@@ -8,6 +8,7 @@ pub mod approve;
 pub mod auth;
 pub mod call;
 pub mod cancel;
+pub mod census;
 pub mod connect;
 pub mod connections;
 pub mod dashboard;

@@ -1,6 +1,7 @@
 //! The integration tests of the `capabilities` crate, one binary with a module per area.
 
 mod cancel;
+mod census;
 mod cli;
 mod dashboard;
 mod demo;
