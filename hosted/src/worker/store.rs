@@ -1,7 +1,8 @@
 //! The tenant's records in its Durable Object's SQLite storage: configuration (sources with
 //! their manifests and connections, the policy), sealed credential values, and runs with their
-//! journals (the core's `RunStore` port). A journal append returns only after
-//! `storage.sync()`, so the entry is on disk before its result reaches the guest. It also keeps
+//! journals (the core's `RunStore` port). A call's intent returns only after `storage.sync()`, so
+//! it is on disk before the call goes out; its outcome is synced with the next intent or the
+//! run's record, before anything that depends on it leaves (group commit). It also keeps
 //! the nonces of spent approval states, one row per use, and the last pushes (`hub push`). The
 //! text behind handles is in `blobs.rs`, the skill library in `skills.rs`.
 
@@ -501,6 +502,24 @@ pub(crate) fn seal_label(tenant: &str, namespace: &str, connection: &str, slot: 
     format!("{tenant}/{namespace}/{connection}/{slot}")
 }
 
+impl SqlStore {
+    /// Adds `entry` as the run's next journal row; what it wrote, for errors.
+    fn insert_journal(&self, id: &str, entry: &JournalEntry) -> Result<String, StoreError> {
+        let what = format!("journal/{id}");
+        let line = serde_json::to_string(entry).map_err(|e| io(&what, e))?;
+        let next = self
+            .rows::<Count>(&what, "SELECT COUNT(*) AS n FROM journal WHERE run_id = ?", vec![text(id)])?
+            .pop()
+            .map_or(0, |c| c.n);
+        self.exec(
+            &what,
+            "INSERT INTO journal (run_id, seq, entry) VALUES (?, ?, ?)",
+            vec![text(id), SqlStorageValue::from(next), text(&line)],
+        )?;
+        Ok(what)
+    }
+}
+
 impl RunStore for SqlStore {
     fn save_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
@@ -519,19 +538,20 @@ impl RunStore for SqlStore {
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let what = format!("journal/{id}");
-            let line = serde_json::to_string(entry).map_err(|e| io(&what, e))?;
-            let next = self
-                .rows::<Count>(&what, "SELECT COUNT(*) AS n FROM journal WHERE run_id = ?", vec![text(id)])?
-                .pop()
-                .map_or(0, |c| c.n);
-            self.exec(
-                &what,
-                "INSERT INTO journal (run_id, seq, entry) VALUES (?, ?, ?)",
-                vec![text(id), SqlStorageValue::from(next), text(&line)],
-            )?;
+            let what = self.insert_journal(id, entry)?;
+            // Durable with every write before it, deferred outcome lines included.
             self.sync(&what).await
         })
+    }
+
+    fn append_journal_deferred<'a>(
+        &'a self,
+        id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        // Written now, made durable by the run's next `storage.sync()`: the next call's intent
+        // or the run's record, before anything that depends on it leaves.
+        Box::pin(async move { self.insert_journal(id, entry).map(|_| ()) })
     }
 
     fn read_journal<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<JournalEntry>, StoreError>> {
