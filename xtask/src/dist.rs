@@ -1,7 +1,7 @@
 //! `cargo xtask dist`: the release artefacts, in `<target>/dist/`.
 //!
 //! For each Linux target a stripped release binary, tarred as
-//! `capabilities-<version>-<target>.tar.gz` (the binary and README.md); the npm launcher
+//! `capabilities-<version>-<target>.tar.gz` (the binary, README.md and LICENSE); the npm launcher
 //! `@capabilities-hub/cli` and one platform package per target, packed with `npm pack`; and
 //! `SHA256SUMS` over all of them. x86-64 is this machine's own release build (the one `cargo
 //! build --release` makes); arm64 is cross-compiled with cargo-zigbuild and Zig (both pinned,
@@ -85,8 +85,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         cmd.arg("-o").arg(&stripped).arg(&binary);
         step(&format!("strip {}", target.triple), cmd)?;
         std::fs::copy(root.join("README.md"), folder.join("README.md"))?;
+        std::fs::copy(root.join("LICENSE"), folder.join("LICENSE"))?;
         // Modes fixed here, whatever the checkout's umask gave.
-        for (path, mode) in [(&folder, 0o755), (&stripped, 0o755), (&folder.join("README.md"), 0o644)] {
+        let (readme, license) = (folder.join("README.md"), folder.join("LICENSE"));
+        for (path, mode) in [(&folder, 0o755), (&stripped, 0o755), (&readme, 0o644), (&license, 0o644)] {
             std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
         }
         check_runs(target, &stripped)?;
@@ -95,12 +97,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         made.push(archive);
         let package = stage.join("npm").join(target.npm);
         copy_dir(&root.join("npm/platforms").join(target.npm), &package)?;
+        std::fs::copy(root.join("LICENSE"), package.join("LICENSE"))?;
         std::fs::create_dir_all(package.join("bin"))?;
         std::fs::copy(&stripped, package.join("bin/capabilities"))?;
         made.push(npm_pack(&package, &dist)?);
     }
     let launcher = stage.join("npm/cli");
     copy_dir(&root.join("npm/cli"), &launcher)?;
+    std::fs::copy(root.join("LICENSE"), launcher.join("LICENSE"))?;
     made.push(npm_pack(&launcher, &dist)?);
     std::fs::remove_dir_all(&stage)?;
     sums(&dist, &made)?;
