@@ -49,6 +49,12 @@ commands:
            measure a call on an OAuth connection through `hub serve --stdio` against the
            node/oauth fixture (release build, 30 rounds unless told): the first call after the
            access token expired against a warm call, with the token and MCP requests of each
+  bench-load [clients] [runs]
+           load on one `hub serve --http` (release build): 32 SDK clients × 200 execute runs
+           unless told; throughput, p50/p99, errors, repeated or lost calls against the
+           upstream's own count, and the server's memory and descriptors over the run
+  bench-connect [rounds]
+           `hub connect` placing 100 skills into seven harnesses, from a fresh HOME each round
   fuzz [--seconds N]
            build the cargo-fuzz targets in fuzz/ (stable, RUSTC_BOOTSTRAP=1) and run each for
            N seconds (default 60); also run by `invariants --long`
@@ -103,6 +109,13 @@ fn run() -> Result<()> {
         Some("invariants") => invariants(args.get(1).is_some_and(|a| a == "--long")),
         Some("bench-serve") => bench_serve(args.get(1).map(String::as_str).unwrap_or("30")),
         Some("bench-oauth") => bench_oauth(args.get(1).map(String::as_str).unwrap_or("30")),
+        Some("bench-load") => bench_node(
+            "local/benches/load.mjs",
+            &[args.get(1).map_or("32", String::as_str), args.get(2).map_or("200", String::as_str)],
+        ),
+        Some("bench-connect") => {
+            bench_node("local/benches/connect.mjs", &[args.get(1).map_or("10", String::as_str)])
+        }
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("wasm") => wasm(),
         Some("hosted") => hosted::hosted(&args[1..]),
@@ -188,6 +201,15 @@ fn bench_serve(rounds: &str) -> Result<()> {
     let mut node = Command::new("node");
     node.arg("local/benches/serve.mjs").arg(target_dir().join("release/capabilities")).arg(rounds);
     step("bench-serve", node)
+}
+
+/// A node bench script against the release binary, with `args` after it.
+fn bench_node(script: &str, args: &[&str]) -> Result<()> {
+    ensure_node_packages()?;
+    step("build (release)", cargo(&["build", "--release", "--locked", "-p", "capabilities"]))?;
+    let mut node = Command::new("node");
+    node.arg(script).arg(target_dir().join("release/capabilities")).args(args);
+    step(script, node)
 }
 
 fn bench_oauth(rounds: &str) -> Result<()> {
