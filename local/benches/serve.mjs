@@ -1,6 +1,6 @@
 // Measures `capabilities hub serve --stdio` the way a harness meets it, over raw JSON-RPC lines:
 //
-//   node local/benches/serve.mjs <capabilities binary> [rounds]
+//   node local/benches/serve.mjs <capabilities binary> [rounds] [--out FILE] [--date YYYY-MM-DD]
 //
 // (a) process start → `initialize` answered, and → `tools/list` answered, on a hub with two
 //     stdio sources (they start lazily, so neither number should grow with sources);
@@ -13,7 +13,11 @@
 //     written here), then about 500 operations of GitHub's REST API
 //     (its OpenAPI document from @octokit/openapi), then all 1,223, on a warm server: until the
 //     answer is in (the hub's part) and until this client has parsed it.
-// Prints medians (and p90) as JSON on stdout. Needs `cd node && npm ci`.
+// Prints medians (and p90) as JSON on stdout. With `--out FILE` (or `BENCH_SERVE_OUT=FILE`) it
+// also writes them there with the command, the day measured (`--date`, else today) and the
+// machine (`nproc`, `uname -m`): the site's performance page is generated from
+// `site/data/bench-serve.json`, written this way.
+// Needs `cd node && npm ci`.
 
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
@@ -21,10 +25,32 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const binary = process.argv[2];
-const rounds = Number(process.argv[3] ?? 30);
+const usage = "usage: node local/benches/serve.mjs <capabilities binary> [rounds] [--out FILE] [--date YYYY-MM-DD]";
+const positional = [];
+let outFile = process.env.BENCH_SERVE_OUT || null;
+let measuredOn = null;
+for (let i = 2; i < process.argv.length; i++) {
+  const arg = process.argv[i];
+  if (arg === "--out" || arg === "--date") {
+    const value = process.argv[++i];
+    if (!value) {
+      console.error(`${arg} needs a value\n${usage}`);
+      process.exit(2);
+    }
+    if (arg === "--out") outFile = value;
+    else measuredOn = value;
+  } else {
+    positional.push(arg);
+  }
+}
+const binary = positional[0];
+const rounds = Number(positional[1] ?? 30);
 if (!binary) {
-  console.error("usage: node local/benches/serve.mjs <capabilities binary> [rounds]");
+  console.error(usage);
+  process.exit(2);
+}
+if (measuredOn !== null && !/^\d{4}-\d{2}-\d{2}$/.test(measuredOn)) {
+  console.error(`--date takes YYYY-MM-DD, not \`${measuredOn}\``);
   process.exit(2);
 }
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -244,24 +270,31 @@ const hubStats = stats(viaHub);
 const directStats = stats(straight);
 const directModeStats = stats(viaDirect);
 const straightTooStats = stats(straightToo);
-console.log(
-  JSON.stringify(
-    {
-      sources: 2,
-      start_to_initialize_ms: stats(initialize),
-      start_to_tools_list_ms: stats(toolsList),
-      idle_rss_mb: stats(rss),
-      execute_one_call_ms: hubStats,
-      direct_tools_call_ms: directStats,
-      ratio_of_medians: +(hubStats.median / directStats.median).toFixed(2),
-      direct_mode_call_ms: directModeStats,
-      direct_tools_call_alongside_ms: straightTooStats,
-      direct_mode_ratio_of_medians: +(directModeStats.median / straightTooStats.median).toFixed(2),
-      direct_mode_tools_list_500_typical: typical500,
-      direct_mode_tools_list_500: gh500,
-      direct_mode_tools_list_all: ghAll,
-    },
-    null,
-    2,
-  ),
-);
+const results = {
+  sources: 2,
+  start_to_initialize_ms: stats(initialize),
+  start_to_tools_list_ms: stats(toolsList),
+  idle_rss_mb: stats(rss),
+  execute_one_call_ms: hubStats,
+  direct_tools_call_ms: directStats,
+  ratio_of_medians: +(hubStats.median / directStats.median).toFixed(2),
+  direct_mode_call_ms: directModeStats,
+  direct_tools_call_alongside_ms: straightTooStats,
+  direct_mode_ratio_of_medians: +(directModeStats.median / straightTooStats.median).toFixed(2),
+  direct_mode_tools_list_500_typical: typical500,
+  direct_mode_tools_list_500: gh500,
+  direct_mode_tools_list_all: ghAll,
+};
+console.log(JSON.stringify(results, null, 2));
+if (outFile) {
+  const facts = (command, args) => execFileSync(command, args, { encoding: "utf8" }).trim();
+  const record = {
+    command: `node local/benches/serve.mjs <capabilities binary> ${rounds}`,
+    date: measuredOn ?? new Date().toISOString().slice(0, 10),
+    rounds,
+    machine: { nproc: Number(facts("nproc", [])), arch: facts("uname", ["-m"]) },
+    results,
+  };
+  writeFileSync(outFile, JSON.stringify(record, null, 2) + "\n");
+  console.error(`bench-serve: wrote ${outFile}`);
+}

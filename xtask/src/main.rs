@@ -200,6 +200,8 @@ fn bench_serve(rounds: &str) -> Result<()> {
     step("build (release)", cargo(&["build", "--release", "--locked", "-p", "capabilities"]))?;
     let mut node = Command::new("node");
     node.arg("local/benches/serve.mjs").arg(target_dir().join("release/capabilities")).arg(rounds);
+    // The site's performance page is generated from this file: commit it after a run.
+    node.arg("--out").arg(workspace_root().join("site/data/bench-serve.json"));
     step("bench-serve", node)
 }
 

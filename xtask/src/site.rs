@@ -6,13 +6,15 @@
 //! `<!-- generated:NAME -->` and `<!-- /generated:NAME -->` are written by [`generate`] from
 //! `capabilities docs-data` (the binary's clap tree, the surface's tool definitions and limits,
 //! the harness descriptors) and the data files beside the pages; they are committed, and
-//! `--check` fails when one is stale. Each page becomes `<url>/index.html` (maud) and a Markdown
-//! twin at `<url>.md` whose links point at twins; beside them `llms.txt`, `llms-full.txt`,
+//! `--check` fails when one is stale. Each page becomes `<url>/index.html` (maud; fenced code
+//! highlighted by [`highlight`] into class-named spans) and a Markdown twin at `<url>.md` whose
+//! links point at twins (the code in them stays plain); beside them `llms.txt`, `llms-full.txt`,
 //! `docs.json` (its schema is `site/docs.schema.json`), `sitemap.xml`, `robots.txt`, `404.html`,
 //! the assets and the OAuth client ID metadata document at its stable path. Nothing depends on
 //! the clock or the file system's order, so a rebuild is byte-identical.
 
 pub mod generate;
+mod highlight;
 mod page;
 pub mod serve;
 #[cfg(test)]
@@ -372,7 +374,7 @@ pub fn build(site: &Path, sources: &[generate::Source]) -> Result<BTreeMap<Strin
     );
     for page in &pages {
         let twin = page::twin(page, &pages);
-        files.insert(page.html_path(), page::html(page, &pages).into_bytes());
+        files.insert(page.html_path(), page::html(page, &pages)?.into_bytes());
         full.push_str("\n---\n\n");
         full.push_str(&twin);
         files.insert(page.twin[1..].to_owned(), twin.into_bytes());

@@ -1,8 +1,10 @@
 //! The generated sections of the site's pages. A page holds `<!-- generated:NAME -->` …
 //! `<!-- /generated:NAME -->`; what lies between is written here, from `capabilities docs-data`
 //! (clap's command tree, core's tool definitions, instructions and limits, the harness
-//! descriptors) and from `site/glossary.toml` and `site/status.toml`. The sections are
-//! committed, so a reader of the repository sees them too, and `--check` compares.
+//! descriptors), from `site/glossary.toml` and `site/status.toml`, and from the benchmark data
+//! in `site/data/` (`bench-serve.json`, which `cargo xtask bench-serve` writes, and `peers.toml`,
+//! the other hubs' figures with where each was measured). The sections are committed, so a reader
+//! of the repository sees them too, and `--check` compares.
 
 use std::path::Path;
 
@@ -34,6 +36,9 @@ pub fn apply(site: &Path, data: &Value) -> Result<Vec<Source>> {
         data,
         glossary: toml::from_str(&read(site, "glossary.toml")?).context("reading site/glossary.toml")?,
         status: toml::from_str(&read(site, "status.toml")?).context("reading site/status.toml")?,
+        bench: serde_json::from_str(&read(site, "data/bench-serve.json")?)
+            .context("reading site/data/bench-serve.json")?,
+        peers: toml::from_str(&read(site, "data/peers.toml")?).context("reading site/data/peers.toml")?,
     };
     let mut paths = Vec::new();
     super::collect_md(site, site, &mut paths)?;
@@ -57,6 +62,34 @@ struct Inputs<'a> {
     data: &'a Value,
     glossary: Glossary,
     status: Status,
+    bench: Value,
+    peers: Peers,
+}
+
+/// `site/data/peers.toml`: figures measured elsewhere, each run with its source.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Peers {
+    run: Vec<PeerRun>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerRun {
+    id: String,
+    source: String,
+    method: String,
+    date: String,
+    path: Vec<PeerPath>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerPath {
+    what: String,
+    #[serde(default)]
+    median_ms: Option<f64>,
+    ratio: f64,
 }
 
 /// `site/glossary.toml`: the project's words, each with one meaning and a fixed anchor.
@@ -136,6 +169,8 @@ fn section(name: &str, inputs: &Inputs) -> Result<String> {
         "connect-snippets" => connect_snippets(&data["harnesses"])?,
         "glossary" => glossary(&inputs.glossary),
         "status" => status(&inputs.status)?,
+        "bench-serve" => bench_serve(&inputs.bench)?,
+        "bench-peers" => bench_peers(&inputs.bench, &inputs.peers)?,
         other => bail!("no generator is called `{other}`"),
     })
 }
@@ -424,6 +459,128 @@ fn status(status: &Status) -> Result<String> {
             out.push_str(&format!("| {} | {label} | {shown} |\n", cell(&item.what)));
         }
         out.push('\n');
+    }
+    Ok(out)
+}
+
+/// A number the bench file must hold.
+fn num(v: &Value, path: &str) -> Result<f64> {
+    path.split('.').fold(v, |v, key| &v[key]).as_f64().with_context(|| {
+        format!("site/data/bench-serve.json has no number at `{path}`: run `cargo xtask bench-serve`")
+    })
+}
+
+/// What `cargo xtask bench-serve` measured: where, when and how, then its tables.
+fn bench_serve(bench: &Value) -> Result<String> {
+    let r = &bench["results"];
+    let date = bench["date"].as_str().context("site/data/bench-serve.json has no `date`")?;
+    let command = bench["command"].as_str().context("site/data/bench-serve.json has no `command`")?;
+    let mut out = format!(
+        "Measured on {date} on {} with {} CPUs by `{command}` (`cargo xtask bench-serve`, release \
+         build), over a hub with {} stdio sources; medians and 90th percentiles of {} rounds.\n\n",
+        bench["machine"]["arch"].as_str().context("site/data/bench-serve.json has no `machine.arch`")?,
+        num(bench, "machine.nproc")?,
+        num(r, "sources")?,
+        num(bench, "rounds")?,
+    );
+    out.push_str("### One call through the hub\n\n| Path | Median | p90 | × the direct call |\n| --- | --- | --- | --- |\n");
+    let row = |out: &mut String, what: &str, key: &str, ratio: f64| -> Result<()> {
+        out.push_str(&format!(
+            "| {what} | {} ms | {} ms | {ratio:.2}× |\n",
+            num(r, &format!("{key}.median"))?,
+            num(r, &format!("{key}.p90"))?
+        ));
+        Ok(())
+    };
+    row(&mut out, "`tools/call` sent straight to the memory server", "direct_tools_call_ms", 1.0)?;
+    row(
+        &mut out,
+        "`execute` of one call through the hub",
+        "execute_one_call_ms",
+        num(r, "ratio_of_medians")?,
+    )?;
+    row(
+        &mut out,
+        "`tools/call` sent straight, alongside the next row",
+        "direct_tools_call_alongside_ms",
+        1.0,
+    )?;
+    row(
+        &mut out,
+        "`tools/call` through a direct-mode profile",
+        "direct_mode_call_ms",
+        num(r, "direct_mode_ratio_of_medians")?,
+    )?;
+    out.push_str(
+        "\n### Start and memory\n\n| Measure | Median | p90 | Samples |\n| --- | --- | --- | --- |\n",
+    );
+    for (what, key, unit) in [
+        ("Process start to `initialize` answered", "start_to_initialize_ms", "ms"),
+        ("Process start to `tools/list` answered", "start_to_tools_list_ms", "ms"),
+        ("Resident memory when idle", "idle_rss_mb", "MB"),
+    ] {
+        out.push_str(&format!(
+            "| {what} | {} {unit} | {} {unit} | {} |\n",
+            num(r, &format!("{key}.median"))?,
+            num(r, &format!("{key}.p90"))?,
+            num(r, &format!("{key}.n"))?
+        ));
+    }
+    out.push_str(
+        "\n### `tools/list` of a direct-mode profile, warm\n\n\
+         | Operations | Tools | Answer | Answer in (median) | Answer parsed (median) |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
+    for (what, key) in [
+        ("500 of the usual size", "direct_mode_tools_list_500_typical"),
+        ("GitHub's REST API, about 500", "direct_mode_tools_list_500"),
+        ("GitHub's REST API, all", "direct_mode_tools_list_all"),
+    ] {
+        out.push_str(&format!(
+            "| {what} | {} | {} | {} ms | {} ms |\n",
+            group(num(r, &format!("{key}.tools"))? as u64),
+            bytes(num(r, &format!("{key}.bytes"))? as u64),
+            num(r, &format!("{key}.received_ms.median"))?,
+            num(r, &format!("{key}.ms.median"))?
+        ));
+    }
+    Ok(out)
+}
+
+/// The comparison: this repository's latest `execute` ratio beside the figures in `peers.toml`,
+/// each row naming where it was measured.
+fn bench_peers(bench: &Value, peers: &Peers) -> Result<String> {
+    let date = bench["date"].as_str().context("site/data/bench-serve.json has no `date`")?;
+    let mut out =
+        String::from("| Path | Median | × the direct call | Measured by |\n| --- | --- | --- | --- |\n");
+    out.push_str(&format!(
+        "| capabilities `execute` of one call | {} ms | {:.2}× | `bench-serve`, {date} (table above) |\n",
+        num(&bench["results"], "execute_one_call_ms.median")?,
+        num(&bench["results"], "ratio_of_medians")?
+    ));
+    for run in &peers.run {
+        if run.path.is_empty() {
+            bail!("run `{}` in site/data/peers.toml has no path", run.id);
+        }
+        for path in &run.path {
+            let median = path.median_ms.map_or("not recorded".to_owned(), |ms| format!("{ms} ms"));
+            out.push_str(&format!(
+                "| {} | {median} | {:.2}× | quoted from `{}`, below |\n",
+                cell(&path.what),
+                path.ratio,
+                cell(&run.id)
+            ));
+        }
+    }
+    out.push_str("\n### Where the quoted figures come from\n\n");
+    for run in &peers.run {
+        out.push_str(&format!(
+            "- `{}`: {}. {}. Date: {}.\n",
+            run.id,
+            cell(&run.source),
+            cell(&run.method),
+            cell(&run.date)
+        ));
     }
     Ok(out)
 }

@@ -1,10 +1,11 @@
 //! One page as HTML (maud: every interpolation escaped) and as its Markdown twin.
 
+use anyhow::{Context, Result};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use pulldown_cmark::{CowStr, Event, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, CowStr, Event, Parser, Tag, TagEnd};
 use serde_json::{Value, json};
 
-use super::{BASE_URL, Page, options, twin_link};
+use super::{BASE_URL, Page, highlight, options, twin_link};
 
 /// The page's Markdown twin: title, description, canonical URL and status, then the body with
 /// links to pages pointing at their twins and explicit `{#id}`s kept (they are the anchors).
@@ -37,18 +38,41 @@ pub fn twin(page: &Page, pages: &[Page]) -> String {
     )
 }
 
-/// The body's HTML: headings get their ids, tables a wrapper that scrolls on its own.
-fn body_html(page: &Page) -> String {
+/// The body's HTML: headings get their ids, tables a wrapper that scrolls on its own, fenced
+/// code in a language the site knows its highlighted spans.
+fn body_html(page: &Page) -> Result<String> {
     let mut ids = page.headings.iter().map(|h| h.id.clone());
-    let events = Parser::new_ext(&page.body, options()).map(|event| match event {
-        Event::Start(Tag::Heading { level, classes, attrs, .. }) => {
-            Event::Start(Tag::Heading { level, id: ids.next().map(CowStr::from), classes, attrs })
+    let mut events = Vec::new();
+    // The fence being read: its info string and its text so far.
+    let mut fence: Option<(CowStr, String)> = None;
+    for event in Parser::new_ext(&page.body, options()) {
+        match (event, &mut fence) {
+            (Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))), None) => {
+                fence = Some((lang.clone(), String::new()));
+                events.push(Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))));
+            }
+            (Event::Text(text), Some((_, code))) => code.push_str(&text),
+            (Event::End(TagEnd::CodeBlock), Some(_)) => {
+                let (lang, code) = fence.take().expect("matched Some");
+                match highlight::block(&lang, &code).with_context(|| format!("in {}", page.url))? {
+                    Some(html) => {
+                        events.pop();
+                        events.push(Event::Html(html.into()));
+                    }
+                    None => {
+                        events.push(Event::Text(code.into()));
+                        events.push(Event::End(TagEnd::CodeBlock));
+                    }
+                }
+            }
+            (Event::Start(Tag::Heading { level, classes, attrs, .. }), _) => events
+                .push(Event::Start(Tag::Heading { level, id: ids.next().map(CowStr::from), classes, attrs })),
+            (other, _) => events.push(other),
         }
-        other => other,
-    });
+    }
     let mut out = String::new();
-    pulldown_cmark::html::push_html(&mut out, wrap_tables(events));
-    out
+    pulldown_cmark::html::push_html(&mut out, wrap_tables(events.into_iter()));
+    Ok(out)
 }
 
 /// Puts every table inside `<div class="table">`.
@@ -162,13 +186,14 @@ fn footer() -> Markup {
 }
 
 /// A page's HTML.
-pub fn html(page: &Page, pages: &[Page]) -> String {
+pub fn html(page: &Page, pages: &[Page]) -> Result<String> {
     let title = if page.is_home() {
         format!("capabilities: {}", page.front.title)
     } else {
         format!("{} · capabilities", page.front.title)
     };
     let toc: Vec<_> = page.headings.iter().filter(|h| h.level == 2).collect();
+    let body = body_html(page)?;
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
@@ -195,7 +220,7 @@ pub fn html(page: &Page, pages: &[Page]) -> String {
                                     button type="button" class="copy-page" data-copy-url=(page.twin) hidden { "Copy as Markdown" }
                                 }
                             }
-                            (PreEscaped(body_html(page)))
+                            (PreEscaped(body))
                         }
                     }
                     @if toc.len() > 1 {
@@ -209,7 +234,7 @@ pub fn html(page: &Page, pages: &[Page]) -> String {
             }
         }
     };
-    markup.into_string() + "\n"
+    Ok(markup.into_string() + "\n")
 }
 
 /// `404.html`, which Workers static assets serve for any unknown path.

@@ -70,6 +70,48 @@ fn the_committed_generated_sections_are_current() {
     );
 }
 
+/// Copies what `generate::apply` reads (pages, data files) from `site/` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_performance_tables_go_stale_when_the_bench_data_changes() {
+    let data = super::docs_data().expect("docs-data");
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&site_dir(), dir.path());
+    let stale = |site: &Path| -> Vec<String> {
+        generate::apply(site, &data).unwrap().into_iter().filter(|s| s.stale).map(|s| s.path).collect()
+    };
+    assert!(stale(dir.path()).is_empty(), "the copy starts current");
+    // A new bench run: its median is not in the committed table.
+    let path = dir.path().join("data/bench-serve.json");
+    let mut bench: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    bench["results"]["execute_one_call_ms"]["median"] = serde_json::json!(98765.43);
+    bench["date"] = serde_json::json!("2099-01-02");
+    std::fs::write(&path, serde_json::to_string_pretty(&bench).unwrap()).unwrap();
+    assert_eq!(stale(dir.path()), ["docs/performance.md"]);
+    let fresh = generate::apply(dir.path(), &data).unwrap();
+    let page = &fresh.iter().find(|s| s.path == "docs/performance.md").unwrap().text;
+    assert!(page.contains("98765.43 ms") && page.contains("Measured on 2099-01-02"), "{page}");
+    std::fs::write(dir.path().join("docs/performance.md"), page).unwrap();
+    assert!(stale(dir.path()).is_empty());
+    // A quoted peer figure changes too.
+    let peers = dir.path().join("data/peers.toml");
+    let text = std::fs::read_to_string(&peers).unwrap().replace("ratio = 6.4", "ratio = 7.5");
+    std::fs::write(&peers, text).unwrap();
+    assert_eq!(stale(dir.path()), ["docs/performance.md"]);
+}
+
 #[test]
 fn a_rebuild_is_byte_identical_and_every_output_is_there() {
     let first = built();
@@ -82,6 +124,15 @@ fn a_rebuild_is_byte_identical_and_every_output_is_there() {
         ["index.html", "llms.txt", "llms-full.txt", "docs.json", "sitemap.xml", "robots.txt", "404.html"]
     {
         assert!(first.files.contains_key(path), "{path} is missing");
+    }
+    // Fenced code is highlighted into class-named spans, never inline styles; `text` stays plain.
+    let quickstart = String::from_utf8(first.files["docs/quickstart/index.html"].clone()).unwrap();
+    assert!(
+        quickstart.contains("<pre><code class=\"language-sh\"><span class=\"hl-source hl-shell"),
+        "{quickstart}"
+    );
+    for (path, bytes) in first.files.iter().filter(|(p, _)| p.ends_with(".html")) {
+        assert!(!String::from_utf8_lossy(bytes).contains(" style="), "{path} has an inline style");
     }
     // The document the CLI signs in with, at the path local/src/oauth/mod.rs pins.
     let published = &first.files["oauth/client-metadata.json"];
@@ -99,6 +150,7 @@ fn a_rebuild_is_byte_identical_and_every_output_is_there() {
         "/docs/security",
         "/docs/hosted",
         "/docs/faq",
+        "/docs/performance",
         "/status",
         "/agents",
     ];
