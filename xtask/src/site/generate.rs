@@ -39,6 +39,8 @@ pub fn apply(site: &Path, data: &Value) -> Result<Vec<Source>> {
         bench: serde_json::from_str(&read(site, "data/bench-serve.json")?)
             .context("reading site/data/bench-serve.json")?,
         peers: toml::from_str(&read(site, "data/peers.toml")?).context("reading site/data/peers.toml")?,
+        peers_bench: serde_json::from_str(&read(site, "data/peers-bench.json")?)
+            .context("reading site/data/peers-bench.json")?,
     };
     let mut paths = Vec::new();
     super::collect_md(site, site, &mut paths)?;
@@ -64,6 +66,8 @@ struct Inputs<'a> {
     status: Status,
     bench: Value,
     peers: Peers,
+    /// What `local/benches/peers.mjs --out` wrote: another hub measured here.
+    peers_bench: Value,
 }
 
 /// `site/data/peers.toml`: figures measured elsewhere, each run with its source.
@@ -170,7 +174,7 @@ fn section(name: &str, inputs: &Inputs) -> Result<String> {
         "glossary" => glossary(&inputs.glossary),
         "status" => status(&inputs.status)?,
         "bench-serve" => bench_serve(&inputs.bench)?,
-        "bench-peers" => bench_peers(&inputs.bench, &inputs.peers)?,
+        "bench-peers" => bench_peers(&inputs.bench, &inputs.peers_bench, &inputs.peers)?,
         other => bail!("no generator is called `{other}`"),
     })
 }
@@ -549,7 +553,7 @@ fn bench_serve(bench: &Value) -> Result<String> {
 
 /// The comparison: this repository's latest `execute` ratio beside the figures in `peers.toml`,
 /// each row naming where it was measured.
-fn bench_peers(bench: &Value, peers: &Peers) -> Result<String> {
+fn bench_peers(bench: &Value, measured: &Value, peers: &Peers) -> Result<String> {
     let date = bench["date"].as_str().context("site/data/bench-serve.json has no `date`")?;
     let mut out =
         String::from("| Path | Median | × the direct call | Measured by |\n| --- | --- | --- | --- |\n");
@@ -557,6 +561,16 @@ fn bench_peers(bench: &Value, peers: &Peers) -> Result<String> {
         "| capabilities `execute` of one call | {} ms | {:.2}× | `bench-serve`, {date} (table above) |\n",
         num(&bench["results"], "execute_one_call_ms.median")?,
         num(&bench["results"], "ratio_of_medians")?
+    ));
+    let peer = &measured["result"];
+    out.push_str(&format!(
+        "| {} `tools/call` through it, over {} | {} ms | {:.2}× | `peers.mjs`, {} (direct call {} ms) |\n",
+        cell(peer["peer"].as_str().context("site/data/peers-bench.json has no `result.peer`")?),
+        cell(peer["transport"].as_str().unwrap_or("?")),
+        num(peer, "through_peer_ms")?,
+        num(peer, "ratio_of_medians")?,
+        cell(measured["date"].as_str().context("site/data/peers-bench.json has no `date`")?),
+        num(peer, "direct_ms")?
     ));
     for run in &peers.run {
         if run.path.is_empty() {
