@@ -117,6 +117,9 @@ fn bench(c: &mut Criterion) {
         let args = SearchArgs { query: "write the release notes".into(), namespace: None, limit: 8 };
         b.iter(|| render(&catalog, &index, black_box(&args), &|_| Effect::Ask, &words))
     });
+    group.bench_function("skills alone: create issue", |b| {
+        b.iter(|| search_lines(&skill_index.matching(&skills, black_box("create issue"))))
+    });
     for query in ["create issue", "write the release notes"] {
         group.bench_function(format!("render + 500 skills: {query}"), |b| {
             let args = SearchArgs { query: query.into(), namespace: None, limit: 8 };
