@@ -1,9 +1,9 @@
 //! Native install of the hub's skills, through the binary, into real harness folders under a
 //! temporary `HOME`: `hub connect` places each skill in every harness's own skill folder (a link
 //! for Claude Code, copies elsewhere, Codex's first folder only), leaves a person's own skill of
-//! the same name alone and reports it; `hub skills sync` updates and removes what the hub placed;
-//! `disconnect` takes it back; `rollback` leaves every folder byte for byte as it was, and refuses
-//! a placed file edited since; a read-only harness folder fails that harness alone. The real
+//! the same name alone and reports it; the real Codex CLI shows its model the placed skill;
+//! `hub skills sync` updates and removes what the hub placed; `disconnect` takes it back;
+//! `rollback` leaves every folder byte for byte as it was, and refuses a placed file edited since; a read-only harness folder fails that harness alone. The real
 //! `claude` CLI (pinned in node/package.json) shows in its debug log the skills it loaded.
 
 use std::collections::BTreeMap;
@@ -375,4 +375,36 @@ fn claude_code_loads_the_skill_the_hub_linked_beside_a_person_s_own() {
     assert!(line.contains("Loaded 2 unique skills") && line.contains("user: 2"), "{line}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains(&format!("user={}", home.join(".claude/skills").display())), "{text}");
+}
+
+#[test]
+fn codex_shows_its_model_the_skill_the_hub_placed() {
+    let codex = repo().join("node/node_modules/.bin/codex");
+    assert!(codex.exists(), "{} is missing: run `cd node && npm ci` at the repository root", codex.display());
+    let machine = Machine::new();
+    let home = machine.home();
+    machine.add("release-notes", "List each change with its PR.", &[]);
+    ok(machine.run(&["hub", "connect", "--client", "codex"]));
+
+    // `codex debug prompt-input` renders what the model would be given, offline: its skills
+    // list names each skill it loaded with its description and file.
+    let out = Command::new(&codex)
+        .args(["debug", "prompt-input"])
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .current_dir(&home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let prompt = String::from_utf8_lossy(&out.stdout);
+    // Its skills list ends the instructions; show that part when the skill is not in it.
+    let list = prompt.find("</skills_instructions>").map_or("no skills list at all".to_owned(), |at| {
+        prompt[..at].chars().rev().take(600).collect::<Vec<_>>().into_iter().rev().collect()
+    });
+    assert!(
+        list.contains("- release-notes: release-notes for the tests. (file: ")
+            && list.contains("/release-notes/SKILL.md)"),
+        "codex does not show the placed skill: {list}"
+    );
 }
