@@ -3,8 +3,9 @@
 //! for Claude Code, copies elsewhere, Codex's first folder only), leaves a person's own skill of
 //! the same name alone and reports it; the real Codex CLI shows its model the placed skill;
 //! `hub skills sync` updates and removes what the hub placed; `disconnect` takes it back;
-//! `rollback` leaves every folder byte for byte as it was, and refuses a placed file edited since; a read-only harness folder fails that harness alone. The real
-//! `claude` CLI (pinned in node/package.json) shows in its debug log the skills it loaded.
+//! `rollback` leaves every folder byte for byte as it was, and refuses a placed file edited
+//! since; a read-only harness folder fails that harness alone. The real `claude` CLI (pinned in
+//! node/package.json) shows in its debug log the skills it loaded.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
