@@ -163,6 +163,8 @@ fn hub_push_carries_the_skills_and_the_hosted_hub_serves_them_as_the_local_one_d
     assert_eq!(said["skills"][1]["name"], "triage", "{said}");
     assert_eq!(said["skills"][0]["files"], 5, "{said}");
     assert_eq!(pushed["plan"]["skills"]["added"], json!(["release-notes", "triage"]), "{pushed}");
+    let told = local.ok(&["hub", "status"]);
+    assert!(told.contains("\nskills: release-notes, triage\n"), "{told}");
     assert_eq!(pushed["plan"]["profileChanges"]["added"], json!(["reader"]), "{pushed}");
 
     // The same answers, byte for byte once parsed, on the default address and a profile's.

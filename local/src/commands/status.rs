@@ -1,5 +1,6 @@
 //! `capabilities hub status`: the hosted hub signed in to — the account and tenant, the last
-//! push, each source's health there, the profiles it serves and the calls waiting for a person (decided in its inbox).
+//! push, each source's health there, the profiles and skills it serves and the calls waiting for
+//! a person (decided in its inbox).
 
 use std::process::ExitCode;
 
@@ -98,6 +99,13 @@ fn describe(hub: &str, status: &Value) -> String {
     }
     for problem in status["unreadableProfiles"].as_array().into_iter().flatten() {
         out.push_str(&format!("  {}\n", text(problem)));
+    }
+    let skills: Vec<String> =
+        status["skills"].as_array().into_iter().flatten().map(|s| text(&s["name"])).collect();
+    if skills.is_empty() {
+        out.push_str("skills: none there (`capabilities hub skills add`, then push)\n");
+    } else {
+        out.push_str(&format!("skills: {}\n", skills.join(", ")));
     }
     let waiting = status["waiting"].as_array().cloned().unwrap_or_default();
     let calls: usize = waiting.iter().map(|w| w["pending"].as_array().map_or(0, Vec::len)).sum();
