@@ -235,14 +235,23 @@ pub fn run(settings: &Settings, args: AddArgs) -> Result<ExitCode> {
         }
     }
     let manifest = register_signing_in(settings, &store, &spec, &args.sign_in)?;
-    print_stdout(&format!(
-        "added `{ns}` with {} tool{}\n",
-        manifest.tools.len(),
-        if manifest.tools.len() == 1 { "" } else { "s" }
-    ))?;
-    let policy = config::load_policy(&store)?;
-    let items = review::needs_review(&manifest, &policy, None);
-    review::review(settings, &store, &items, args.yes)?;
+    added_then_review(settings, &store, &format!("`{ns}`"), &manifest, args.yes)
+}
+
+/// Says what `hub add` added (`what`: the namespace, and where it came from) and how many tools,
+/// then asks about the tools policy does not settle: the end of every kind of `add`.
+pub(super) fn added_then_review(
+    settings: &Settings,
+    store: &Store,
+    what: &str,
+    manifest: &Manifest,
+    yes: bool,
+) -> Result<ExitCode> {
+    let n = manifest.tools.len();
+    print_stdout(&format!("added {what} with {n} tool{}\n", if n == 1 { "" } else { "s" }))?;
+    let policy = config::load_policy(store)?;
+    let items = review::needs_review(manifest, &policy, None);
+    review::review(settings, store, &items, yes)?;
     Ok(Exit::Ok.into())
 }
 

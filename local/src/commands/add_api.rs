@@ -15,9 +15,8 @@ use capabilities_core::address::Namespace;
 use capabilities_core::openapi::{HttpApi, HttpAuth};
 
 use super::add::{AddArgs, register_connected, register_tools};
-use super::{print_stdout, review};
 use crate::config;
-use crate::error::{Exit, UsageError};
+use crate::error::UsageError;
 use crate::oauth::{api as oauth_api, flow};
 use crate::openapi;
 use crate::secrets::{SecretStore, SlotKey, check_value, read_hidden};
@@ -109,15 +108,7 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
     );
     if let Some(plan) = &sign_in {
         let manifest = sign_in_and_register(settings, store, &spec, &listed, &fetched, plan, args)?;
-        print_stdout(&format!(
-            "added `{ns}` with {} tool{}\n",
-            manifest.tools.len(),
-            if manifest.tools.len() == 1 { "" } else { "s" }
-        ))?;
-        let policy = config::load_policy(store)?;
-        let items = review::needs_review(&manifest, &policy, None);
-        review::review(settings, store, &items, args.yes)?;
-        return Ok(Exit::Ok.into());
+        return super::add::added_then_review(settings, store, &format!("`{ns}`"), &manifest, args.yes);
     }
     if auth.is_none() && !fetched.document.security_schemes.is_empty() {
         eprintln!(
@@ -150,15 +141,7 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
             secrets.describe()
         );
     }
-    print_stdout(&format!(
-        "added `{ns}` with {} tool{}\n",
-        manifest.tools.len(),
-        if manifest.tools.len() == 1 { "" } else { "s" }
-    ))?;
-    let policy = config::load_policy(store)?;
-    let items = review::needs_review(&manifest, &policy, None);
-    review::review(settings, store, &items, args.yes)?;
-    Ok(Exit::Ok.into())
+    super::add::added_then_review(settings, store, &format!("`{ns}`"), &manifest, args.yes)
 }
 
 /// Signs connection `default` in as `plan` says, then writes the source's records (tokens

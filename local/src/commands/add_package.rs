@@ -11,9 +11,9 @@ use anyhow::{Result, bail};
 use capabilities_core::address::Namespace;
 
 use super::add::AddArgs;
-use super::{print_stdout, review};
+use super::review;
 use crate::config;
-use crate::error::{Exit, UsageError};
+use crate::error::UsageError;
 use crate::packages::{self, CheckStatus, LockedPackage, npm};
 use crate::platform::now_ms;
 use crate::settings::Settings;
@@ -92,17 +92,8 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
     let wanted = Wanted { env, env_slots, args: Vec::new(), read, isolate: !args.no_isolate, net: args.net };
     let spec_credentials = |spec: &SourceSpec| sources::credentials_from_env(spec);
     let manifest = install_resolved(store, &namespace, &resolved, wanted, spec_credentials)?;
-    print_stdout(&format!(
-        "added `{ns}` (npm {}@{}) with {} tool{}\n",
-        resolved.name,
-        resolved.version,
-        manifest.tools.len(),
-        if manifest.tools.len() == 1 { "" } else { "s" }
-    ))?;
-    let policy = config::load_policy(store)?;
-    let items = review::needs_review(&manifest, &policy, None);
-    review::review(settings, store, &items, args.yes)?;
-    Ok(Exit::Ok.into())
+    let what = format!("`{ns}` (npm {}@{})", resolved.name, resolved.version);
+    super::add::added_then_review(settings, store, &what, &manifest, args.yes)
 }
 
 /// What a verified source runs with besides its package.
