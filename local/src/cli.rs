@@ -30,6 +30,9 @@ pub enum Command {
     List(commands::census::CensusArgs),
     /// Check the hub, its sources and secrets, and every harness's entry (as `hub doctor`).
     Doctor(commands::doctor::DoctorArgs),
+    /// Keep your stack in a git repository and apply it on another machine; add or remove one
+    /// capability from a registry index.
+    Stack(commands::stack::StackArgs),
     /// Serve one of the example MCP servers `hub demo` uses, over stdio.
     // Named `example-server` for good: the demo's stored source records run it by that name.
     #[command(name = "example-server", hide = true)]
@@ -108,6 +111,7 @@ pub fn main() -> ExitCode {
         Command::Rollback(args) => commands::rollback::run(&settings, args),
         Command::List(args) => commands::census::run(&settings, args),
         Command::Doctor(args) => commands::doctor::run(&settings, args),
+        Command::Stack(args) => commands::stack::run(&settings, args),
         Command::DemoServer { which } => crate::demo_servers::serve(which).map(|()| ExitCode::SUCCESS),
         Command::DocsData => commands::docs_data::run(),
         Command::Hub(HubCommand::Demo(args)) => commands::demo::run(&settings, args),

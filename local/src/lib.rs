@@ -23,5 +23,6 @@ pub mod serve;
 pub mod settings;
 pub mod skills;
 pub mod sources;
+pub mod stack;
 pub mod store;
 pub mod upstream;

@@ -163,8 +163,8 @@ fn check_url(url: &str, allow_http: bool, what: &str) -> Result<()> {
     }
 }
 
-/// Downloads at most `max` bytes (a larger document fails before it is all read).
-fn download(url: &str, max: usize) -> Result<Vec<u8>> {
+/// Downloads at most `max` bytes (a larger answer fails before it is all read).
+pub(crate) fn download(url: &str, max: usize) -> Result<Vec<u8>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -185,10 +185,7 @@ fn download(url: &str, max: usize) -> Result<Vec<u8>> {
             let chunk = chunk.with_context(|| format!("downloading `{url}`"))?;
             body.extend_from_slice(&chunk);
             if body.len() > max {
-                bail!(
-                    "the document at `{url}` is larger than {} MiB; nothing was added",
-                    max / (1024 * 1024)
-                );
+                bail!("what `{url}` answers is larger than {} MiB; nothing was added", max / (1024 * 1024));
             }
         }
         Ok(body)

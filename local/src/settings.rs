@@ -12,6 +12,9 @@ pub struct GlobalArgs {
     /// Never prompt; fail with a hint where input would be needed.
     #[arg(long, global = true)]
     pub no_input: bool,
+    /// The registry index `stack install` reads (a directory or a URL).
+    #[arg(long, global = true, value_name = "DIR|URL")]
+    pub registry: Option<String>,
 }
 
 /// Everything a command needs, resolved once from flags and the environment.
@@ -22,6 +25,8 @@ pub struct Settings {
     /// `NO_COLOR` set, or stdout is not a terminal.
     pub plain: bool,
     pub home: std::path::PathBuf,
+    /// `--registry`, for `stack install`.
+    pub registry: Option<String>,
 }
 
 impl Settings {
@@ -33,6 +38,7 @@ impl Settings {
             plain: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
                 || !std::io::stdout().is_terminal(),
             home: crate::store::default_root()?,
+            registry: global.registry.clone(),
         })
     }
 }

@@ -272,7 +272,7 @@ pub fn register(store: &Store, spec: &SourceSpec, credentials: &Credentials) -> 
 
 /// [`register`] for `add`: a server that answers the first request with 401 (and takes no
 /// static credential) is signed in with OAuth, then registered with the tokens.
-fn register_signing_in(
+pub(super) fn register_signing_in(
     settings: &Settings,
     store: &Store,
     spec: &SourceSpec,

@@ -32,6 +32,7 @@ pub mod rollback;
 pub mod runs;
 pub mod serve;
 pub mod skills;
+pub mod stack;
 pub mod status;
 
 use std::io::Write;

@@ -46,7 +46,7 @@ pub fn run(settings: &Settings, args: RemoveArgs) -> Result<ExitCode> {
 
 /// Deletes the values of the removed source's slots. The source is gone either way; a value
 /// left behind is reported with what to do.
-fn forget_secrets(store: &Store, ns: &str, connections: &ConnectionsRecord) {
+pub(super) fn forget_secrets(store: &Store, ns: &str, connections: &ConnectionsRecord) {
     if connections.connections.iter().all(|c| c.slots.is_empty()) {
         return;
     }

@@ -23,5 +23,6 @@ mod serve_http;
 mod skills;
 mod skills_install;
 mod skills_mcp;
+mod stack;
 mod support;
 mod upstream;
