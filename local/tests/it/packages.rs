@@ -2,7 +2,10 @@
 //! registry with its signatures checked; a local package served by a tiny registry on loopback
 //! whose `postinstall` must not run, then tampered with; a version that does not exist; and,
 //! inside bubblewrap, a server that cannot read `~/.ssh` or reach a loopback listener unless
-//! granted the network. Needs `npm`, `node` and `bwrap` (`apt-get install bubblewrap`).
+//! granted the network, and one that tries to escape (writes outside its directory, fills
+//! `/tmp`, allocates far past its memory limit, forks hundreds of processes, detaches
+//! children) and is refused or contained while the hub keeps serving. Needs `npm`, `node`,
+//! `bwrap` (`apt-get install bubblewrap`), and as root `setpriv` (util-linux).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -20,6 +23,8 @@ struct Hub {
     registry: Option<String>,
     /// `PATH` for the hub, when not the test's.
     path: Option<PathBuf>,
+    /// The uid the hub runs as (through `setpriv`), when not the test's.
+    user: Option<u32>,
 }
 
 struct Ran {
@@ -40,7 +45,7 @@ impl Hub {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
         std::fs::write(dir.path().join("home/.ssh/id_test"), "PRIVATE KEY").unwrap();
-        Hub { dir, registry: None, path: None }
+        Hub { dir, registry: None, path: None, user: None }
     }
 
     fn store(&self) -> PathBuf {
@@ -51,8 +56,21 @@ impl Hub {
         self.dir.path().join("home")
     }
 
-    fn run(&self, args: &[&str]) -> Ran {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_capabilities"));
+    /// `capabilities hub <args>` as this hub runs it.
+    fn command(&self, args: &[&str]) -> Command {
+        let binary = env!("CARGO_BIN_EXE_capabilities");
+        let mut command = match self.user {
+            Some(uid) => {
+                let mut command = Command::new("setpriv");
+                command.arg(format!("--reuid={uid}")).arg(format!("--regid={uid}")).args([
+                    "--clear-groups",
+                    "--",
+                    binary,
+                ]);
+                command
+            }
+            None => Command::new(binary),
+        };
         command
             .arg("hub")
             .args(args)
@@ -68,7 +86,11 @@ impl Hub {
         if let Some(path) = &self.path {
             command.env("PATH", path);
         }
-        let Output { status, stdout, stderr } = command.output().unwrap();
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Ran {
+        let Output { status, stdout, stderr } = self.command(args).output().unwrap();
         Ran {
             code: status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -416,4 +438,221 @@ fn without_bubblewrap_an_install_says_how_to_get_it_or_how_to_run_unisolated() {
     let command = hub.run(&["add", "--isolate", "--yes", "--", "node", "-e", "1"]);
     assert_eq!(command.code, 1, "{}{}", command.stdout, command.stderr);
     assert!(command.stderr.contains("`apt-get install bubblewrap`"), "{}", command.stderr);
+}
+
+/// `escape`: the fixture server that tries to escape, added as an isolated command with its
+/// fixture directory granted.
+fn add_escape(hub: &Hub) {
+    let fixtures = repo().join("local/tests/fixtures");
+    let server = fixtures.join("escape-server.js");
+    let (fixtures, server) = (fixtures.to_str().unwrap(), server.to_str().unwrap());
+    let added = hub.run(&[
+        "add",
+        "--isolate",
+        "--read",
+        fixtures,
+        "--namespace",
+        "escape",
+        "--yes",
+        "--",
+        "node",
+        server,
+    ]);
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    assert!(added.stderr.contains("isolated (bubblewrap)"), "{}", added.stderr);
+}
+
+/// Runs `calls`, each a line of code inside `attempt(() => ...)` that answers a string: `ok:
+/// <value>` or `<error code>: <message>` when the call failed, so one run shows every outcome.
+fn attempts(hub: &Hub, calls: &[String]) -> Vec<String> {
+    let list: Vec<String> = calls.iter().map(|call| format!("await attempt(() => {call})")).collect();
+    let code = format!(
+        "const attempt = async (call) => {{ try {{ return 'ok: ' + await call(); }} \
+         catch (e) {{ return e.code + ': ' + e.message; }} }};\nreturn [{}];",
+        list.join(",\n")
+    );
+    let result = hub.exec(&code);
+    serde_json::from_value(result.clone()).unwrap_or_else(|_| panic!("not a list of strings: {result}"))
+}
+
+/// A path as a JavaScript string.
+fn js(path: &Path) -> String {
+    serde_json::to_string(path.to_str().unwrap()).unwrap()
+}
+
+#[test]
+fn an_isolated_server_that_writes_out_fills_tmp_or_eats_memory_is_refused_and_the_hub_keeps_serving() {
+    let hub = Hub::new();
+    add_escape(&hub);
+    let state = hub.store().join("state/escape");
+    let outside = [
+        PathBuf::from("/etc/escape-test"),
+        hub.home().join("escape-test"),
+        hub.store().join("escape-test"),
+        repo().join("local/tests/fixtures/escape-test"),
+        PathBuf::from("/dev/escape-test"),
+    ];
+    let mut calls: Vec<String> =
+        outside.iter().map(|path| format!("escape.writeFile({{ path: {} }})", js(path))).collect();
+    calls.push(format!("escape.writeFile({{ path: {} }})", js(&hub.dir.path().join("escape-test"))));
+    calls.push(format!("escape.writeFile({{ path: {} }})", js(&state.join("escape-test"))));
+    calls.push("escape.fill({ dir: '/tmp', max_mib: 1024 })".to_owned());
+    calls.push("escape.fill({ dir: '/dev/shm', max_mib: 1024 })".to_owned());
+    calls.push("escape.allocate({ max_gib: 16 })".to_owned());
+    calls.push("escape.ping({})".to_owned());
+    let outcomes = attempts(&hub, &calls);
+    let refused = |path: &Path| {
+        format!("tool_error: escape.writeFile: EROFS: read-only file system, open '{}'", path.display())
+    };
+    let mut expected: Vec<String> = outside.iter().map(|path| refused(path)).collect();
+    // The test's directory is under the host's /tmp, which the sandbox replaces: the write
+    // lands in the sandbox's own /tmp and is gone with it.
+    expected.push(format!("ok: wrote {}", hub.dir.path().join("escape-test").display()));
+    expected.push(format!("ok: wrote {}", state.join("escape-test").display()));
+    expected.extend(
+        [
+            "tool_error: escape.fill: ENOSPC: no space left on device, write (after 256 MiB)",
+            "tool_error: escape.fill: ENOSPC: no space left on device, write (after 64 MiB)",
+            "tool_error: escape.allocate: RangeError: Array buffer allocation failed (after 3 GiB)",
+            "ok: pong",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(outcomes, expected);
+    for path in &outside {
+        assert!(!path.exists(), "{} was written outside the sandbox", path.display());
+    }
+    assert!(!hub.dir.path().join("escape-test").exists());
+    assert_eq!(std::fs::read_to_string(state.join("escape-test")).unwrap(), "escaped");
+
+    let limits = hub.exec("return await escape.readFile({ path: '/proc/self/limits' })");
+    let limits = limits.as_str().unwrap();
+    let line = |name: &str| limits.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_owned();
+    assert!(line("Max data size").split_whitespace().any(|w| w == "4294967296"), "{limits}");
+    assert!(line("Max file size").split_whitespace().any(|w| w == "1073741824"), "{limits}");
+
+    // Another hub, another start of the source: still serving.
+    let called = hub.run(&["call", "escape.ping"]);
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    assert!(called.stdout.contains("pong"), "{}", called.stdout);
+}
+
+/// The pid namespace of process `pid` (`pid:[inode]`), if it still runs.
+fn pid_namespace(pid: &str) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok().map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Every process on this machine: its pid, pid namespace and command line.
+fn processes() -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let (Some(ns), Ok(cmdline)) = (pid_namespace(&pid), std::fs::read(entry.path().join("cmdline")))
+        else {
+            continue;
+        };
+        found.push((pid, ns, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+    }
+    found
+}
+
+/// Polls `check` every 50 ms for up to `secs` seconds; whether it held.
+fn eventually(secs: u64, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    check()
+}
+
+#[test]
+fn children_an_isolated_server_detaches_or_orphans_die_when_its_source_stops() {
+    let hub = Hub::new();
+    add_escape(&hub);
+    let ours = pid_namespace("self").unwrap();
+    let token = hub.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    let marker = format!("escape-child-{token}");
+    // The marker is joined inside the run, so the hub's own command line never holds it.
+    let code = format!(
+        "const started = await escape.spawnDetached({{ count: 5, marker: 'escape-child-' + {} }});\n\
+         await escape.waitRelease({{ name: 'release' }});\nreturn started;",
+        serde_json::to_string(&token).unwrap()
+    );
+    let exec = hub.command(&["--json", "exec", &code]).stdout(Stdio::piped()).spawn().unwrap();
+
+    // Five children in sessions of their own and one orphan, running on this machine in a pid
+    // namespace of their own, while the server waits.
+    let mut sandbox = None;
+    let started = eventually(20, || {
+        let marked: Vec<_> = processes().into_iter().filter(|(_, _, cmd)| cmd.contains(&marker)).collect();
+        sandbox = marked.first().map(|(_, ns, _)| ns.clone());
+        marked.len() == 6 && marked.iter().all(|(_, ns, _)| Some(ns) == sandbox.as_ref())
+    });
+    assert!(started, "the server's children never all ran: {:?}", processes());
+    let sandbox = sandbox.unwrap();
+    assert_ne!(sandbox, ours);
+    let running = processes().into_iter().filter(|(_, ns, _)| *ns == sandbox).count();
+    assert!(running > 6, "{running} processes in the sandbox");
+
+    std::fs::write(hub.store().join("state/escape/release"), "").unwrap();
+    let output = exec.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["result"], "started 6", "{envelope}");
+    let left = || processes().into_iter().filter(|(_, ns, _)| *ns == sandbox).collect::<Vec<_>>();
+    assert!(eventually(5, || left().is_empty()), "still running after the source stopped: {:?}", left());
+
+    let called = hub.run(&["call", "escape.ping"]);
+    assert_eq!(called.code, 0, "{}{}", called.stdout, called.stderr);
+    assert!(called.stdout.contains("pong"), "{}", called.stdout);
+}
+
+/// The uid of the test's process.
+fn uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid()
+}
+
+#[test]
+fn a_fork_bomb_in_an_isolated_server_of_a_person_stops_at_its_process_limit() {
+    let mut hub = Hub::new();
+    // Linux never limits root's processes, so as root (CI) the hub runs as `nobody`, the way
+    // a person runs it.
+    if uid() == 0 {
+        let found = Command::new("sh").arg("-c").arg("command -v setpriv").output().unwrap();
+        assert!(found.status.success(), "`setpriv` is not on PATH: install util-linux");
+        let chown = Command::new("chown").arg("-R").arg("65534:65534").arg(hub.dir.path()).status().unwrap();
+        assert!(chown.success());
+        hub.user = Some(65534);
+    }
+    add_escape(&hub);
+    let outcomes = attempts(
+        &hub,
+        &[
+            "escape.fork({ count: 700 })".to_owned(),
+            "escape.ping({})".to_owned(),
+            "escape.readFile({ path: '/proc/self/limits' })".to_owned(),
+        ],
+    );
+    let forked = &outcomes[0];
+    let prefix = "tool_error: escape.fork: EAGAIN: spawn /bin/sleep EAGAIN (after ";
+    let count: u32 = forked
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_suffix(" of 700 processes)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the fork bomb was not stopped: {forked}"));
+    // 512 tasks in all: the server's own threads take the rest.
+    assert!((400..512).contains(&count), "{forked}");
+    assert_eq!(outcomes[1], "ok: pong");
+    let processes = outcomes[2].lines().find(|l| l.starts_with("Max processes")).unwrap_or_default();
+    assert_eq!(
+        processes.split_whitespace().collect::<Vec<_>>(),
+        ["Max", "processes", "512", "512", "processes"]
+    );
 }
