@@ -14,7 +14,7 @@ use super::add::AddArgs;
 use super::review;
 use crate::config;
 use crate::error::UsageError;
-use crate::packages::{self, CheckStatus, LockedPackage, npm};
+use crate::packages::{self, CheckStatus, LockedPackage, npm, pypi};
 use crate::platform::now_ms;
 use crate::settings::Settings;
 use crate::sources;
@@ -22,15 +22,21 @@ use crate::store::Store;
 use crate::upstream::{Isolation, MISSING_BWRAP, SourceSpec, SourceTransport, find_bwrap};
 
 pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddArgs) -> Result<ExitCode> {
-    let Some(reference) = target.strip_prefix("npm:") else {
-        return Err(UsageError(format!(
-            "installing from PyPI is not supported yet (`{target}`): add the server as a command, \
-             `capabilities hub add --isolate -- uvx <package>==<version>`"
-        ))
-        .into());
+    let (registry, reference) = match target.split_once(':') {
+        Some(("npm", reference)) => ("npm", reference),
+        Some(("pypi", reference)) => ("pypi", reference),
+        _ => {
+            return Err(UsageError(format!(
+                "`{target}` names no registry: use `npm:<package>` or `pypi:<package>`"
+            ))
+            .into());
+        }
     };
     if !args.command.is_empty() {
-        return Err(UsageError("give either `npm:<package>` or a command after `--`, not both".into()).into());
+        return Err(UsageError(format!(
+            "give either `{registry}:<package>` or a command after `--`, not both"
+        ))
+        .into());
     }
     if !args.header.is_empty() {
         return Err(UsageError("`--header` is for URLs; use `--env` for a package's server".into()).into());
@@ -41,12 +47,25 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
         )
         .into());
     }
-    let (name, range) = npm::parse(reference).map_err(|e| UsageError(format!("{e:#}")))?;
+    if args.no_isolate && !args.read.is_empty() {
+        return Err(UsageError(
+            "`--read` grants an isolated source a directory; unisolated it reads yours".into(),
+        )
+        .into());
+    }
+    let (name, version) = match registry {
+        "npm" => npm::parse(reference).map_err(|e| UsageError(format!("{e:#}")))?,
+        _ => {
+            let (name, version) = pypi::parse(reference).map_err(|e| UsageError(format!("{e:#}")))?;
+            (name, version.unwrap_or_default())
+        }
+    };
+    let runner = if registry == "npm" { "npx" } else { "uvx" };
     let namespace = match &args.namespace {
         Some(raw) => Namespace::new(raw).map_err(|e| {
             UsageError(format!("`{raw}` is not a valid namespace ({e}); pick another with `--namespace`"))
         })?,
-        None => super::add::suggest(&runner_transport(&name)),
+        None => super::add::suggest(&runner_transport(runner, &name)),
     };
     let ns = namespace.as_str();
     if store.root().join(config::source_path(ns)).is_file() {
@@ -59,41 +78,63 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
     if !args.no_isolate && find_bwrap().is_none() {
         bail!("cannot add `{ns}`: {MISSING_BWRAP}");
     }
-    node_path()?;
-    eprintln!("resolving {name}@{range}…");
-    let resolved = npm::resolve(&name, &range)?;
-    let dir = packages::package_dir(store.root(), "npm", &resolved.name, &resolved.version);
-    eprintln!(
-        "source `{ns}` installs npm {}@{} ({}) into {}, with install scripts off",
-        resolved.name,
-        resolved.version,
-        resolved.integrity,
-        dir.display()
-    );
-    if !args.yes {
-        if settings.no_input {
-            return Err(UsageError(
-                "installing a package needs your consent: check the package above and pass `--yes`".into(),
-            )
-            .into());
-        }
-        if !review::ask(settings, "Install it? [y/N] ", false)? {
-            bail!("nothing was installed");
-        }
-    }
     let (env, env_slots) = super::add::stdio_env(args);
-    if args.no_isolate && !args.read.is_empty() {
-        return Err(UsageError(
-            "`--read` grants an isolated source a directory; unisolated it reads yours".into(),
-        )
-        .into());
-    }
     let read = granted_dirs(&args.read)?;
     let wanted = Wanted { env, env_slots, args: Vec::new(), read, isolate: !args.no_isolate, net: args.net };
     let spec_credentials = |spec: &SourceSpec| sources::credentials_from_env(spec);
-    let manifest = install_resolved(store, &namespace, &resolved, wanted, spec_credentials)?;
-    let what = format!("`{ns}` (npm {}@{})", resolved.name, resolved.version);
+    let (manifest, what) = if registry == "npm" {
+        node_path()?;
+        eprintln!("resolving {name}@{version}…");
+        let resolved = npm::resolve(&name, &version)?;
+        let dir = packages::package_dir(store.root(), "npm", &resolved.name, &resolved.version);
+        eprintln!(
+            "source `{ns}` installs npm {}@{} ({}) into {}, with install scripts off",
+            resolved.name,
+            resolved.version,
+            resolved.integrity,
+            dir.display()
+        );
+        consent(settings, args.yes)?;
+        let manifest = install_resolved(store, &namespace, &resolved, wanted, spec_credentials)?;
+        (manifest, format!("`{ns}` (npm {}@{})", resolved.name, resolved.version))
+    } else {
+        let python = pypi::python()?;
+        let shown = if version.is_empty() { name.clone() } else { format!("{name}=={version}") };
+        eprintln!("resolving {shown} (wheels only)…");
+        let resolved = pypi::resolve(&python, &name, Some(version.as_str()).filter(|v| !v.is_empty()))?;
+        let dir = packages::package_dir(store.root(), "pypi", &resolved.name, &resolved.version);
+        eprintln!(
+            "source `{ns}` installs PyPI {}=={} ({}, {} wheel{} pinned by sha256) into {}, from wheels only: no build or install code runs",
+            resolved.name,
+            resolved.version,
+            resolved.integrity,
+            resolved.requirements.len(),
+            if resolved.requirements.len() == 1 { "" } else { "s" },
+            dir.display()
+        );
+        consent(settings, args.yes)?;
+        let manifest =
+            install_resolved_pypi(store, &namespace, &python, &resolved, wanted, spec_credentials)?;
+        (manifest, format!("`{ns}` (PyPI {}=={})", resolved.name, resolved.version))
+    };
     super::add::added_then_review(settings, store, &what, &manifest, args.yes)
+}
+
+/// A person's yes to installing: `--yes`, or the answer at a prompt.
+fn consent(settings: &Settings, yes: bool) -> Result<()> {
+    if yes {
+        return Ok(());
+    }
+    if settings.no_input {
+        return Err(UsageError(
+            "installing a package needs your consent: check the package above and pass `--yes`".into(),
+        )
+        .into());
+    }
+    if !review::ask(settings, "Install it? [y/N] ", false)? {
+        bail!("nothing was installed");
+    }
+    Ok(())
 }
 
 /// What a verified source runs with besides its package.
@@ -118,7 +159,6 @@ pub(super) fn install_resolved(
     wanted: Wanted,
     credentials: impl Fn(&SourceSpec) -> capabilities_core::ports::Credentials,
 ) -> Result<capabilities_core::manifest::Manifest> {
-    let ns = namespace.as_str();
     let node = node_path()?;
     let dir = packages::package_dir(store.root(), "npm", &resolved.name, &resolved.version);
     let started = Instant::now();
@@ -136,34 +176,112 @@ pub(super) fn install_resolved(
             resolved.name
         );
     }
-    let undo = |fresh: bool| {
-        if fresh {
-            let _ = std::fs::remove_dir_all(&dir);
+    let entry = dir.join(&installed.bin);
+    let mut args = vec![entry.to_string_lossy().into_owned()];
+    args.extend(wanted.args.iter().cloned());
+    let locked = LockedPackage {
+        registry: "npm".to_owned(),
+        name: resolved.name.clone(),
+        version: resolved.version.clone(),
+        integrity: resolved.integrity.clone(),
+        tarball: resolved.tarball.clone(),
+        bin: installed.bin.clone(),
+        signatures: installed.signatures.clone(),
+        provenance: installed.provenance.clone(),
+        installed_ms: now_ms(),
+    };
+    let run = Installed { dir: &dir, fresh: installed.fresh, program: &node, args, extra_env: Vec::new() };
+    register_installed(store, namespace, run, wanted, locked, credentials)
+}
+
+/// [`install_resolved`] for a PyPI package: wheels only, every hash required; the source runs
+/// its console script's function with `python`, importing from the package's directory.
+pub(super) fn install_resolved_pypi(
+    store: &Store,
+    namespace: &Namespace,
+    python: &Path,
+    resolved: &pypi::Resolved,
+    wanted: Wanted,
+    credentials: impl Fn(&SourceSpec) -> capabilities_core::ports::Credentials,
+) -> Result<capabilities_core::manifest::Manifest> {
+    let dir = packages::package_dir(store.root(), "pypi", &resolved.name, &resolved.version);
+    let started = Instant::now();
+    let installed = pypi::install(python, resolved, &dir)?;
+    eprintln!("installed {}=={} in {} ms", resolved.name, resolved.version, started.elapsed().as_millis());
+    eprintln!(
+        "signatures and provenance: {} ({})",
+        installed.signatures.status.as_str(),
+        installed.signatures.detail
+    );
+    let mut args = vec!["-s".to_owned(), "-c".to_owned(), pypi::BOOT.to_owned()];
+    args.push(dir.to_string_lossy().into_owned());
+    args.push(installed.entry.clone());
+    args.extend(wanted.args.iter().cloned());
+    let locked = LockedPackage {
+        registry: "pypi".to_owned(),
+        name: resolved.name.clone(),
+        version: resolved.version.clone(),
+        integrity: resolved.integrity.clone(),
+        tarball: resolved.url.clone(),
+        bin: installed.entry.clone(),
+        signatures: installed.signatures.clone(),
+        provenance: installed.provenance.clone(),
+        installed_ms: now_ms(),
+    };
+    let extra_env = vec![("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned())];
+    let run = Installed { dir: &dir, fresh: installed.fresh, program: python, args, extra_env };
+    register_installed(store, namespace, run, wanted, locked, credentials)
+}
+
+/// An installed package, and how its source runs it.
+struct Installed<'a> {
+    dir: &'a Path,
+    /// Whether this install made `dir`.
+    fresh: bool,
+    program: &'a Path,
+    args: Vec<String>,
+    extra_env: Vec<(String, String)>,
+}
+
+/// Registers the source that runs an installed package (isolated unless told not to) and pins
+/// it in the lock file. On any failure nothing of it is left: not the package (unless it was
+/// there before), not the records.
+fn register_installed(
+    store: &Store,
+    namespace: &Namespace,
+    run: Installed<'_>,
+    wanted: Wanted,
+    locked: LockedPackage,
+    credentials: impl Fn(&SourceSpec) -> capabilities_core::ports::Credentials,
+) -> Result<capabilities_core::manifest::Manifest> {
+    let ns = namespace.as_str();
+    let undo = || {
+        if run.fresh {
+            let _ = std::fs::remove_dir_all(run.dir);
         }
     };
-    let entry = dir.join(&installed.bin);
     let isolation = if wanted.isolate {
-        let mut read_only = vec![dir.to_string_lossy().into_owned()];
-        read_only.extend(node_home_dir(&node));
+        let mut read_only = vec![run.dir.to_string_lossy().into_owned()];
+        read_only.extend(home_install_dir(run.program));
         read_only.extend(wanted.read);
         match isolation(store, ns, read_only, wanted.net) {
             Ok(isolation) => Some(isolation),
             Err(err) => {
-                undo(installed.fresh);
+                undo();
                 return Err(err);
             }
         }
     } else {
         None
     };
-    let mut args = vec![entry.to_string_lossy().into_owned()];
-    args.extend(wanted.args);
+    let mut env = wanted.env;
+    env.extend(run.extra_env);
     let spec = SourceSpec {
         namespace: ns.to_owned(),
         transport: SourceTransport::Stdio {
-            command: node.to_string_lossy().into_owned(),
-            args,
-            env: wanted.env,
+            command: run.program.to_string_lossy().into_owned(),
+            args: run.args,
+            env,
             env_slots: wanted.env_slots,
             cwd: None,
             isolation,
@@ -176,43 +294,48 @@ pub(super) fn install_resolved(
     let manifest = match super::add::register(store, &spec, &credentials(&spec)) {
         Ok(manifest) => manifest,
         Err(err) => {
-            undo(installed.fresh);
+            undo();
             return Err(err);
         }
     };
-    let locked = LockedPackage {
-        registry: "npm".to_owned(),
-        name: resolved.name.clone(),
-        version: resolved.version.clone(),
-        integrity: resolved.integrity.clone(),
-        tarball: resolved.tarball.clone(),
-        bin: installed.bin.clone(),
-        signatures: installed.signatures.clone(),
-        provenance: installed.provenance.clone(),
-        installed_ms: now_ms(),
-    };
     if let Err(err) = packages::set(store, ns, Some(locked)) {
         let _ = sources::remove_source(store, namespace);
-        undo(installed.fresh);
+        undo();
         return Err(err);
     }
     Ok(manifest)
 }
 
-/// The npm package a `npx` command line fetches at each start (`npx -y <package>[@version]
-/// [args…]`): the reference and the server's arguments. `None` for anything else (a local
-/// path, `--package`, another runner).
-pub(super) fn npx_package(transport: &SourceTransport) -> Option<(String, Vec<String>)> {
+/// The package a runner's command line fetches at each start: `npx -y <package>[@version]
+/// [args…]` (npm) or `uvx <package>[==version] [args…]` (PyPI), as the registry, the reference
+/// `hub add <registry>:<reference>` takes, and the server's arguments. `None` for anything else
+/// (a local path, `--package`/`--from`/`--with`, another runner).
+pub(super) fn fetched_package(transport: &SourceTransport) -> Option<(&'static str, String, Vec<String>)> {
     let SourceTransport::Stdio { command, args, isolation: None, cwd: None, .. } = transport else {
         return None;
     };
-    if command.rsplit('/').next() != Some("npx") {
+    let flags: &[&str] = match command.rsplit('/').next() {
+        Some("npx") => &["-y", "--yes", "-q", "--quiet"],
+        Some("uvx") => &["-q", "--quiet", "--no-progress"],
+        _ => return None,
+    };
+    let mut rest = args.iter().skip_while(|a| flags.contains(&a.as_str()));
+    let reference = rest.next()?;
+    if reference.starts_with('-') {
         return None;
     }
-    let mut rest = args.iter().skip_while(|a| ["-y", "--yes", "-q", "--quiet"].contains(&a.as_str()));
-    let reference = rest.next()?;
-    npm::parse(reference).ok()?;
-    Some((reference.clone(), rest.cloned().collect()))
+    let server_args = rest.cloned().collect();
+    if flags.contains(&"-y") {
+        npm::parse(reference).ok()?;
+        return Some(("npm", reference.clone(), server_args));
+    }
+    // uvx also takes `name@version`.
+    let reference = match reference.split_once('@') {
+        Some((name, version)) if !version.is_empty() => format!("{name}=={version}"),
+        _ => reference.clone(),
+    };
+    pypi::parse(&reference).ok()?;
+    Some(("pypi", reference, server_args))
 }
 
 /// `--read` directories as absolute paths, each checked to exist.
@@ -245,10 +368,11 @@ pub(super) fn isolation(
     })
 }
 
-/// `npx <name>`, so the namespace is proposed the way `hub add -- npx -y <name>` proposes it.
-pub(super) fn runner_transport(name: &str) -> SourceTransport {
+/// `npx <name>` (or `uvx <name>`), so the namespace is proposed the way `hub add -- npx -y
+/// <name>` proposes it.
+pub(super) fn runner_transport(runner: &str, name: &str) -> SourceTransport {
     SourceTransport::Stdio {
-        command: "npx".to_owned(),
+        command: runner.to_owned(),
         args: vec![name.to_owned()],
         env: Default::default(),
         env_slots: Vec::new(),
@@ -266,11 +390,11 @@ fn node_path() -> Result<PathBuf> {
         .ok_or_else(|| anyhow::anyhow!("`node` is not on PATH: install Node.js to run npm packages"))
 }
 
-/// A node installed under the home directory (nvm, volta) is hidden inside the isolation
-/// unless its installation is bound back: the directory above its `bin/`.
-fn node_home_dir(node: &Path) -> Option<String> {
+/// An interpreter installed under the home directory (nvm, volta, pyenv) is hidden inside the
+/// isolation unless its installation is bound back: the directory above its `bin/`.
+fn home_install_dir(program: &Path) -> Option<String> {
     let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    let real = std::fs::canonicalize(node).ok()?;
+    let real = std::fs::canonicalize(program).ok()?;
     if !real.starts_with(&home) {
         return None;
     }

@@ -155,11 +155,7 @@ fn isolation_checks(config: &HubConfig, store: &Store) -> Vec<Check> {
         if let Some(locked) = lock.packages.get(ns) {
             let dir =
                 crate::packages::package_dir(store.root(), &locked.registry, &locked.name, &locked.version);
-            let manifest = dir.join("node_modules").join(&locked.name).join("package.json");
-            let version = std::fs::read(&manifest)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .and_then(|v| v.get("version").and_then(|v| v.as_str()).map(str::to_owned));
+            let version = crate::packages::installed_version(store.root(), locked);
             if version.as_deref() != Some(locked.version.as_str()) {
                 checks.push(problem(
                     "isolation",
@@ -170,7 +166,7 @@ fn isolation_checks(config: &HubConfig, store: &Store) -> Vec<Check> {
                         dir.display(),
                         version.as_deref().unwrap_or("nothing readable")
                     ),
-                    format!("remove the source and add `npm:{}@{}` again", locked.name, locked.version),
+                    format!("remove the source and add `{}` again", add_reference(locked)),
                 ));
                 continue;
             }
@@ -178,6 +174,15 @@ fn isolation_checks(config: &HubConfig, store: &Store) -> Vec<Check> {
         checks.push(ok("isolation", ns, detail));
     }
     checks
+}
+
+/// How `hub add` names a locked package: `npm:<name>@<version>`, `pypi:<name>==<version>`.
+fn add_reference(locked: &crate::packages::LockedPackage) -> String {
+    if locked.registry == "pypi" {
+        format!("pypi:{}=={}", locked.name, locked.version)
+    } else {
+        format!("npm:{}@{}", locked.name, locked.version)
+    }
 }
 
 /// Run records and journals: one that cannot be read is named, since `hub runs` and a resume
@@ -279,7 +284,10 @@ fn permissions(home: &Path) -> Vec<Check> {
                 continue;
             }
             if meta.is_dir() {
-                if entry.file_name() != "runs" && entry.file_name() != "blobs" {
+                // Installed packages keep the modes they were installed with, and a source's
+                // state is its own: only those folders' own modes are checked.
+                let leaf = ["runs", "blobs", "packages", "state"].iter().any(|n| entry.file_name() == *n);
+                if !leaf {
                     stack.push(entry.path());
                 } else if meta.permissions().mode() & 0o777 != 0o700 {
                     loose.push(format!(

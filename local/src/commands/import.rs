@@ -33,8 +33,9 @@ pub struct ImportArgs {
     /// Consent to run the listed commands and accept the proposed policy without prompting.
     #[arg(long, short)]
     pub yes: bool,
-    /// Install each `npx -y <package>` entry as a verified package instead (`hub add
-    /// npm:<package>`: an exact version, install scripts off, signatures checked, isolated).
+    /// Install each `npx -y <package>` and `uvx <package>` entry as a verified package instead
+    /// (`hub add npm:<package>` or `pypi:<package>`: an exact version, no install code run,
+    /// integrity checked, isolated).
     #[arg(long)]
     pub verified: bool,
 }
@@ -48,9 +49,9 @@ pub struct Proposal {
     pub secrets: Vec<PlainSecret>,
     pub from_env: Vec<(String, String)>,
     pub notes: Vec<String>,
-    /// The npm package an `npx` entry fetches at each start, with the server's arguments: what
-    /// `--verified` installs instead.
-    pub npm: Option<(String, Vec<String>)>,
+    /// The package an `npx` or `uvx` entry fetches at each start (registry, reference), with
+    /// the server's arguments: what `--verified` installs instead.
+    pub package: Option<(&'static str, String, Vec<String>)>,
     /// Whether this import installs it verified (`--verified`).
     pub verified: bool,
 }
@@ -116,12 +117,10 @@ enum Registered {
 fn register(store: &Store, proposal: &Proposal) -> Result<Registered> {
     let credentials = credentials_for(proposal);
     let spec = &proposal.spec;
-    if let (true, Some((reference, args)), SourceTransport::Stdio { env, env_slots, .. }) =
-        (proposal.verified, &proposal.npm, &spec.transport)
+    if let (true, Some((registry, reference, args)), SourceTransport::Stdio { env, env_slots, .. }) =
+        (proposal.verified, &proposal.package, &spec.transport)
     {
         let namespace = Namespace::new(&spec.namespace).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (name, range) = crate::packages::npm::parse(reference)?;
-        let resolved = crate::packages::npm::resolve(&name, &range)?;
         let wanted = super::add_package::Wanted {
             env: env.clone(),
             env_slots: env_slots.clone(),
@@ -130,9 +129,20 @@ fn register(store: &Store, proposal: &Proposal) -> Result<Registered> {
             isolate: true,
             net: false,
         };
-        let manifest = super::add_package::install_resolved(store, &namespace, &resolved, wanted, |_| {
-            credentials.clone()
-        })?;
+        let manifest = if *registry == "pypi" {
+            let (name, version) = crate::packages::pypi::parse(reference)?;
+            let python = crate::packages::pypi::python()?;
+            let resolved = crate::packages::pypi::resolve(&python, &name, version.as_deref())?;
+            super::add_package::install_resolved_pypi(store, &namespace, &python, &resolved, wanted, |_| {
+                credentials.clone()
+            })?
+        } else {
+            let (name, range) = crate::packages::npm::parse(reference)?;
+            let resolved = crate::packages::npm::resolve(&name, &range)?;
+            super::add_package::install_resolved(store, &namespace, &resolved, wanted, |_| {
+                credentials.clone()
+            })?
+        };
         return Ok(Registered::Tools(manifest));
     }
     let oauth =
@@ -182,7 +192,7 @@ pub fn import_with(
     let config = HubConfig::load(store);
     let mut plan = plan(&home, &chosen, &config);
     for proposal in &mut plan.proposals {
-        proposal.verified = verified && proposal.npm.is_some();
+        proposal.verified = verified && proposal.package.is_some();
     }
     plan_skills(&home, &chosen, store, &mut plan);
     if settings.json {
@@ -436,9 +446,9 @@ pub fn plan(home: &std::path::Path, harnesses: &[&'static Descriptor], config: &
             continue;
         }
         let namespace = unique(propose(&name, &converted.transport), &mut taken);
-        let npm = super::add_package::npx_package(&converted.transport);
+        let package = super::add_package::fetched_package(&converted.transport);
         plan.proposals.push(Proposal {
-            npm,
+            package,
             verified: false,
             spec: SourceSpec { namespace: namespace.as_str().to_owned(), transport: converted.transport },
             seen_in: vec![place],
@@ -580,18 +590,19 @@ pub fn render_plan(plan: &Plan) -> String {
         for note in &proposal.notes {
             let _ = writeln!(out, "    {note}");
         }
-        if let Some((reference, _)) = &proposal.npm {
+        if let Some((registry, reference, _)) = &proposal.package {
+            let runner = if *registry == "npm" { "npx" } else { "uvx" };
             let _ = if proposal.verified {
                 writeln!(
                     out,
-                    "    installed verified instead of npx: npm:{reference} at an exact version, install scripts \
-                     off, signatures checked, isolated with no network"
+                    "    installed verified instead of {runner}: {registry}:{reference} at an exact version, no \
+                     install code run, integrity checked, isolated with no network"
                 )
             } else {
                 writeln!(
                     out,
-                    "    npx fetches whatever version the registry serves at each start and runs it as you: \
-                     `capabilities hub import --verified` installs npm:{reference} pinned and isolated instead"
+                    "    {runner} fetches whatever version the registry serves at each start and runs it as you: \
+                     `capabilities hub import --verified` installs {registry}:{reference} pinned and isolated instead"
                 )
             };
         }
@@ -638,7 +649,8 @@ fn plan_json(plan: &Plan) -> serde_json::Value {
             "seenIn": p.seen_in,
             "plaintextCredentials": p.secrets.iter().map(|s| s.slot.clone()).collect::<Vec<_>>(),
             "credentialsFromEnv": p.from_env.iter().map(|(slot, var)| json!({"slot": slot, "variable": var})).collect::<Vec<_>>(),
-            "npmPackage": p.npm.as_ref().map(|(reference, _)| reference),
+            "npmPackage": p.package.as_ref().filter(|(r, _, _)| *r == "npm").map(|(_, reference, _)| reference),
+            "pypiPackage": p.package.as_ref().filter(|(r, _, _)| *r == "pypi").map(|(_, reference, _)| reference),
             "verified": p.verified,
         })).collect::<Vec<_>>(),
         "known": plan.known.iter().map(|(place, ns)| json!({"entry": place, "namespace": ns})).collect::<Vec<_>>(),

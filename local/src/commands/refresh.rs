@@ -85,15 +85,31 @@ fn report_newer_packages(store: &Store, args: &RefreshArgs) {
         }
     };
     for (ns, locked) in &lock.packages {
-        if args.namespace.as_deref().is_some_and(|only| only != ns) || locked.registry != "npm" {
+        if args.namespace.as_deref().is_some_and(|only| only != ns) {
             continue;
         }
-        match crate::packages::npm::latest(&locked.name) {
+        let latest = match locked.registry.as_str() {
+            "npm" => crate::packages::npm::latest(&locked.name),
+            "pypi" => crate::packages::pypi::python()
+                .and_then(|python| crate::packages::pypi::latest(&python, &locked.name)),
+            _ => continue,
+        };
+        let again = |version: &str| {
+            if locked.registry == "pypi" {
+                format!("pypi:{}=={version}", locked.name)
+            } else {
+                format!("npm:{}@{version}", locked.name)
+            }
+        };
+        match latest {
             Ok(latest) if latest != locked.version => {
                 let _ = print_stdout(&format!(
-                    "{ns}: npm {} {latest} is available (locked at {}); nothing was upgraded. To move to it: \
-                     `capabilities hub remove {ns}` then `capabilities hub add npm:{}@{latest} --namespace {ns}`\n",
-                    locked.name, locked.version, locked.name
+                    "{ns}: {} {} {latest} is available (locked at {}); nothing was upgraded. To move to it: \
+                     `capabilities hub remove {ns}` then `capabilities hub add {} --namespace {ns}`\n",
+                    locked.registry,
+                    locked.name,
+                    locked.version,
+                    again(&latest)
                 ));
             }
             Ok(_) => {

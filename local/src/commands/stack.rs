@@ -636,17 +636,6 @@ fn add_source(
             if source.isolated && find_bwrap().is_none() {
                 bail!("cannot add `{ns}`: {}", crate::upstream::MISSING_BWRAP);
             }
-            eprintln!("resolving {}@{}…", package.name, package.version);
-            let resolved = npm::resolve(&package.name, &package.version)?;
-            if resolved.integrity != package.integrity {
-                bail!(
-                    "the registry serves {}@{} with integrity {}, not the {} the stack pinned: refused",
-                    package.name,
-                    package.version,
-                    resolved.integrity,
-                    package.integrity
-                );
-            }
             let wanted = Wanted {
                 env: source.env.clone(),
                 env_slots: source.env_slots.clone(),
@@ -655,7 +644,30 @@ fn add_source(
                 isolate: source.isolated,
                 net: source.net,
             };
-            add_package::install_resolved(store, namespace, &resolved, wanted, credentials)
+            let refused = |served: &str| {
+                anyhow::anyhow!(
+                    "the registry serves {} {} with integrity {served}, not the {} the stack pinned: refused",
+                    package.name,
+                    package.version,
+                    package.integrity
+                )
+            };
+            eprintln!("resolving {} {} {}…", package.registry, package.name, package.version);
+            if package.registry == "pypi" {
+                let python = crate::packages::pypi::python()?;
+                let resolved =
+                    crate::packages::pypi::resolve(&python, &package.name, Some(&package.version))?;
+                if resolved.integrity != package.integrity {
+                    return Err(refused(&resolved.integrity));
+                }
+                add_package::install_resolved_pypi(store, namespace, &python, &resolved, wanted, credentials)
+            } else {
+                let resolved = npm::resolve(&package.name, &package.version)?;
+                if resolved.integrity != package.integrity {
+                    return Err(refused(&resolved.integrity));
+                }
+                add_package::install_resolved(store, namespace, &resolved, wanted, credentials)
+            }
         }
         (None, Some(transport)) => {
             let mut transport = transport.clone();

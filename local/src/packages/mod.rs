@@ -10,11 +10,12 @@
 //! compared with what the registry published, `npm audit signatures`).
 
 pub mod npm;
+pub mod pypi;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{read_json, write_json};
@@ -113,7 +114,36 @@ pub fn set(store: &Store, namespace: &str, package: Option<LockedPackage>) -> Re
 
 /// The directory a package version is installed in: `packages/npm/@scope+name@1.2.3`.
 pub fn package_dir(store_root: &Path, registry: &str, name: &str, version: &str) -> PathBuf {
-    store_root.join("packages").join(registry).join(format!("{}@{version}", name.replace('/', "+")))
+    let name = if registry == "pypi" { pypi::normalize(name) } else { name.replace('/', "+") };
+    store_root.join("packages").join(registry).join(format!("{name}@{version}"))
+}
+
+/// The version the installed copy of `locked` says it is: npm's `package.json`, or the
+/// `.dist-info` folder pip wrote.
+pub fn installed_version(store_root: &Path, locked: &LockedPackage) -> Option<String> {
+    let dir = package_dir(store_root, &locked.registry, &locked.name, &locked.version);
+    if locked.registry == "pypi" {
+        let wanted = pypi::normalize(&locked.name);
+        return std::fs::read_dir(&dir).ok()?.flatten().find_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let (dist, version) = name.strip_suffix(".dist-info")?.rsplit_once('-')?;
+            (pypi::normalize(dist) == wanted).then(|| version.to_owned())
+        });
+    }
+    let manifest = dir.join("node_modules").join(&locked.name).join("package.json");
+    let bytes = std::fs::read(manifest).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value.get("version")?.as_str().map(str::to_owned)
+}
+
+/// Creates `dir` and any missing parents with mode 700, as every directory of the store.
+pub fn create_private_dirs(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
 }
 
 /// The private writable directory of an isolated source.

@@ -179,7 +179,7 @@ pub fn latest(name: &str) -> Result<String> {
 /// its integrity is checked and it is reused.
 pub fn install(resolved: &Resolved, dir: &Path) -> Result<Installed> {
     let parent = dir.parent().context("a package directory has a parent")?;
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    super::create_private_dirs(parent)?;
     if dir.is_dir() {
         check_integrity(dir, resolved)?;
         let (signatures, provenance) = audit_signatures(dir)?;
@@ -188,7 +188,7 @@ pub fn install(resolved: &Resolved, dir: &Path) -> Result<Installed> {
     }
     let suffix = hex::encode(crate::platform::random_bytes::<6>()?);
     let partial = parent.join(format!(".partial-{suffix}"));
-    std::fs::create_dir_all(&partial).with_context(|| format!("creating {}", partial.display()))?;
+    super::create_private_dirs(&partial)?;
     let result = install_into(resolved, &partial);
     let installed = match result {
         Ok(found) => found,

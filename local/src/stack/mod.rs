@@ -278,6 +278,12 @@ pub fn export_skills(store: &Store) -> Result<(BTreeMap<String, String>, SkillBy
     Ok((digests, files))
 }
 
+/// The arguments before a package's own in its source's command line: `<entry>` for npm,
+/// `-s -c <boot> <dir> <module:function>` for PyPI (see `commands/add_package.rs`).
+fn runner_args(registry: &str) -> usize {
+    if registry == "pypi" { 5 } else { 1 }
+}
+
 fn export_source(
     store: &Store,
     transport: &SourceTransport,
@@ -312,8 +318,11 @@ fn export_source(
                 version: package.version.clone(),
                 integrity: package.integrity.clone(),
             });
-            source.args = args.iter().skip(1).cloned().collect();
+            source.args = args.iter().skip(runner_args(&package.registry)).cloned().collect();
             source.env = env.clone();
+            if package.registry == "pypi" {
+                source.env.remove("PYTHONDONTWRITEBYTECODE");
+            }
             source.env_slots = env_slots.clone();
             if let Some(isolation) = isolation {
                 source.isolated = true;
@@ -494,7 +503,7 @@ pub fn read_tree(dir: &Path) -> Result<Option<StackFile>> {
             bail!("{FILE}: source `{ns}` must name either a package or a transport");
         }
         if let Some(package) = &source.package
-            && package.registry != "npm"
+            && !["npm", "pypi"].contains(&package.registry.as_str())
         {
             bail!(
                 "{FILE}: source `{ns}` comes from registry `{}`, which this build cannot install",

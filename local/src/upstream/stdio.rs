@@ -123,7 +123,8 @@ pub(crate) fn command(spec: &StdioSpec<'_>, credentials: &Credentials) -> Result
         }
         Some(isolation) => {
             let bwrap = isolation::find_bwrap().ok_or_else(|| isolation::MISSING_BWRAP.to_owned())?;
-            std::fs::create_dir_all(&isolation.state)
+            std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+                .create(&isolation.state)
                 .map_err(|e| format!("its state directory `{}` cannot be made: {e}", isolation.state))?;
             let home = std::env::var_os("HOME").map(PathBuf::from);
             command.arg(bwrap).args(isolation::bwrap_args(

@@ -229,9 +229,81 @@ fn a_version_that_does_not_exist_is_refused_and_nothing_is_installed() {
     assert!(hub.installed().is_empty());
     assert!(!hub.store().join("sources/memory.json").exists());
 
-    let pypi = hub.run(&["add", "pypi:mcp-server-git", "--yes"]);
-    assert_eq!(pypi.code, 2, "{}", pypi.stderr);
-    assert!(pypi.stderr.contains("PyPI is not supported yet"), "{}", pypi.stderr);
+    let pypi = hub.run(&["add", "pypi:mcp-server-time==0.0.0", "--yes"]);
+    assert_eq!(pypi.code, 1, "{}", pypi.stderr);
+    assert!(
+        pypi.stderr.contains("pip cannot resolve `mcp-server-time==0.0.0` from wheels"),
+        "{}",
+        pypi.stderr
+    );
+    let range = hub.run(&["add", "pypi:mcp-server-time>=1", "--yes"]);
+    assert_eq!(range.code, 2, "{}", range.stderr);
+    assert!(range.stderr.contains("give one exact version or none"), "{}", range.stderr);
+    assert!(
+        !hub.store().join("packages/pypi").exists()
+            || std::fs::read_dir(hub.store().join("packages/pypi")).unwrap().next().is_none()
+    );
+}
+
+/// What `packages/pypi/` holds, partial installs included.
+fn installed_pypi(hub: &Hub) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(hub.store().join("packages/pypi"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_pypi_server_installs_from_wheels_with_every_hash_pinned_and_runs_isolated() {
+    let hub = Hub::new();
+    let python = Command::new("python3").args(["-m", "pip", "--version"]).output();
+    assert!(python.is_ok_and(|o| o.status.success()), "python3 with pip is needed: install python3-pip");
+    let added = hub.run(&["add", "pypi:mcp-server-time==2026.10.19", "--yes"]);
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    assert_eq!(added.stdout, "added `time` (PyPI mcp-server-time==2026.10.19) with 2 tools\n");
+    assert!(added.stderr.contains("from wheels only: no build or install code runs"), "{}", added.stderr);
+    assert!(added.stderr.contains("isolated (bubblewrap)"), "{}", added.stderr);
+    let locked = &hub.lock()["packages"]["time"];
+    assert_eq!(locked["registry"], "pypi");
+    assert_eq!(locked["version"], "2026.10.19");
+    assert_eq!(
+        locked["integrity"],
+        "sha256:5c099a001c6ca78260bda419f2e9b2aabee1adc4fe6ca56d8959871ad8da58a1"
+    );
+    assert_eq!(locked["bin"], "mcp_server_time:main");
+    assert_eq!(locked["signatures"]["status"], "unavailable");
+    assert_eq!(installed_pypi(&hub), ["mcp-server-time@2026.10.19"]);
+    // Every wheel it installed is pinned by its sha256.
+    let pins = std::fs::read_to_string(
+        hub.store().join("packages/pypi/mcp-server-time@2026.10.19/requirements.lock.txt"),
+    )
+    .unwrap();
+    assert!(pins.lines().count() > 5, "{pins}");
+    assert!(pins.lines().all(|l| l.contains("==") && l.contains(" --hash=sha256:")), "{pins}");
+    let result = hub.exec(r#"return (await time.getCurrentTime({timezone: "UTC"})).timezone"#);
+    assert_eq!(result, "UTC");
+    let doctor = hub.run(&["doctor"]);
+    assert!(!doctor.stdout.contains("not 600") && !doctor.stdout.contains("not 700"), "{}", doctor.stdout);
+    assert!(!doctor.stdout.contains("the lock pins"), "{}", doctor.stdout);
+    let refreshed = hub.run(&["refresh", "time"]);
+    assert!(
+        refreshed.stdout.contains("time: pypi:mcp-server-time@2026.10.19 is the latest version")
+            || refreshed.stdout.contains("is available (locked at 2026.10.19); nothing was upgraded"),
+        "{}{}",
+        refreshed.stdout,
+        refreshed.stderr
+    );
+
+    // A wheel with no console script is not a server: refused, nothing left.
+    let six = hub.run(&["add", "pypi:six==1.17.0", "--yes"]);
+    assert_eq!(six.code, 1, "{}{}", six.stdout, six.stderr);
+    assert!(six.stderr.contains("not a stdio MCP server package"), "{}", six.stderr);
+    assert_eq!(installed_pypi(&hub), ["mcp-server-time@2026.10.19"]);
+    assert!(!hub.store().join("sources/six.json").exists());
 }
 
 /// `marker-server@1.0.0`, packed from the fixture with a `postinstall` that writes `marker`.
@@ -391,9 +463,10 @@ fn a_tampered_tarball_is_refused_and_nothing_is_left_installed() {
 #[test]
 fn import_offers_an_npx_entry_as_a_verified_isolated_install() {
     let hub = Hub::new();
-    let entry = serde_json::json!({ "mcpServers": { "memory": {
-        "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"],
-    } } });
+    let entry = serde_json::json!({ "mcpServers": {
+        "memory": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"] },
+        "time": { "command": "uvx", "args": ["mcp-server-time@2026.10.19"] },
+    } });
     std::fs::write(hub.home().join(".claude.json"), entry.to_string()).unwrap();
 
     let offered = hub.run(&["import", "--from", "claude-code"]);
@@ -401,6 +474,15 @@ fn import_offers_an_npx_entry_as_a_verified_isolated_install() {
     assert!(
         offered.stdout.contains(
             "`capabilities hub import --verified` installs npm:@modelcontextprotocol/server-memory@2026.8.31 pinned and isolated instead"
+        ),
+        "{}",
+        offered.stdout
+    );
+
+    assert!(
+        offered.stdout.contains(
+            "uvx fetches whatever version the registry serves at each start and runs it as you: \
+             `capabilities hub import --verified` installs pypi:mcp-server-time==2026.10.19 pinned and isolated instead"
         ),
         "{}",
         offered.stdout
@@ -416,6 +498,10 @@ fn import_offers_an_npx_entry_as_a_verified_isolated_install() {
             .unwrap();
     assert!(source["spec"]["transport"]["isolation"].is_object(), "{source}");
     assert_ne!(source["spec"]["transport"]["command"], "npx");
+    assert!(imported.stdout.contains("installed verified instead of uvx"), "{}", imported.stdout);
+    assert!(imported.stdout.contains("added `time` with 2 tools"), "{}", imported.stdout);
+    assert_eq!(hub.lock()["packages"]["time"]["registry"], "pypi");
+    assert_eq!(hub.exec(r#"return (await time.getCurrentTime({timezone: "UTC"})).timezone"#), "UTC");
 }
 
 #[test]
