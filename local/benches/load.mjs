@@ -1,15 +1,18 @@
 // Load on one `capabilities hub serve --http`: many MCP clients (the official TypeScript SDK)
-// at once, each making `execute`s of one upstream read, on loopback only, in a bounded loop.
+// at once, each making `execute`s of one upstream call, on loopback only, in a bounded loop:
+// nine in ten a read that runs, one in ten a write that waits for a person, approved through
+// the CLI (`hub approve <run> --choice once`, its own process) and then resumed by the client.
 //
 //   node local/benches/load.mjs <capabilities binary> [clients] [runs per client]
 //
 // Defaults: 32 clients × 200 runs. The upstream (load/counter-server.mjs) records every call's
 // id, so a repeated or lost call is seen against its own count. Prints throughput, latency
 // p50/p99, errors, repeats and losses, and the server's resident memory and open file
-// descriptors after warm-up, halfway and at the end, as JSON. Needs `cd node && npm ci`.
-// Writes that wait for a person (the issue's 10%) are not in it yet.
+// descriptors after warm-up, halfway and at the end, as JSON; the writes' own latency (ask,
+// approve, resume) apart. Needs `cd node && npm ci`.
 
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { chmodSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -86,6 +89,33 @@ async function execute(client, id) {
   latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
 }
 
+const approve = promisify(execFile);
+const writeLatencies = [];
+// A write: it waits for a person, who approves it from the CLI; the client's resume then
+// answers with the call's result, made once.
+async function write(client, id) {
+  const start = process.hrtime.bigint();
+  try {
+    const asked = await client.callTool({
+      name: "execute",
+      arguments: { code: `return (await counter.record({ id: ${JSON.stringify(id)} })).id` },
+    });
+    const runId = asked.structuredContent?.runId;
+    if (asked.structuredContent?.status !== "awaiting_approval" || !runId) {
+      errors.push(`${id}: not waiting: ${JSON.stringify(asked.structuredContent).slice(0, 200)}`);
+    } else {
+      await approve(binary, ["hub", "approve", runId, "--choice", "once", "--json"], { env });
+      const answer = await client.callTool({ name: "execute", arguments: { resume: runId } });
+      if (answer.structuredContent?.status !== "completed" || answer.structuredContent?.result !== id) {
+        errors.push(`${id}: resumed: ${JSON.stringify(answer.structuredContent).slice(0, 200)}`);
+      }
+    }
+  } catch (err) {
+    errors.push(`${id}: ${err?.message ?? err}`);
+  }
+  writeLatencies.push(Number(process.hrtime.bigint() - start) / 1e6);
+}
+
 // Warm-up: every client connects and makes one run; memory and descriptors are read after it.
 const connected = await Promise.all(Array.from({ length: clients }, (_, i) => connect(`load-${i}`)));
 await Promise.all(connected.map((client, i) => execute(client, `warm-${i}`)));
@@ -98,7 +128,10 @@ const half = Math.floor(runs / 2);
 const phase = (from, to) =>
   Promise.all(
     connected.map(async (client, c) => {
-      for (let r = from; r < to; r++) await execute(client, `c${c}-r${r}`);
+      for (let r = from; r < to; r++) {
+        if (r % 10 === 9) await write(client, `c${c}-r${r}`);
+        else await execute(client, `c${c}-r${r}`);
+      }
     }),
   );
 await phase(0, half);
@@ -121,17 +154,24 @@ for (let c = 0; c < clients; c++) {
     if (n > 1) repeated += n - 1;
   }
 }
-const sorted = [...latencies].sort((a, b) => a - b);
-const at = (q) => +sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(2);
+const quantile = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return (q) => (sorted.length ? +sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(2) : null);
+};
+const at = quantile(latencies);
+const writeAt = quantile(writeLatencies);
 console.log(
   JSON.stringify(
     {
       clients,
       runs_per_client: runs,
-      runs: latencies.length,
+      runs: latencies.length + writeLatencies.length,
+      reads: latencies.length,
+      writes_approved: writeLatencies.length,
       seconds: +seconds.toFixed(2),
-      runs_per_second: +(latencies.length / seconds).toFixed(1),
+      runs_per_second: +((latencies.length + writeLatencies.length) / seconds).toFixed(1),
       latency_ms: { p50: at(0.5), p99: at(0.99), max: at(1) },
+      write_latency_ms: { p50: writeAt(0.5), p99: writeAt(0.99), max: writeAt(1) },
       errors: errors.length,
       first_errors: errors.slice(0, 3),
       repeated_calls: repeated,

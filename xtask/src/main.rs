@@ -51,7 +51,8 @@ commands:
            access token expired against a warm call, with the token and MCP requests of each
   bench-load [clients] [runs]
            load on one `hub serve --http` (release build): 32 SDK clients × 200 execute runs
-           unless told; throughput, p50/p99, errors, repeated or lost calls against the
+           unless told, one in ten a write approved with `hub approve` and resumed;
+           throughput, p50/p99, errors, repeated or lost calls against the
            upstream's own count, and the server's memory and descriptors over the run
   bench-connect [rounds]
            `hub connect` placing 100 skills into seven harnesses, from a fresh HOME each round

@@ -1,6 +1,7 @@
 // The load bench's upstream: an MCP stdio server (official TypeScript SDK, from MCP_SDK_DIR)
-// with one read-only tool, `hit {id}`, that appends the id to COUNTER_FILE and answers with it.
-// The file is the upstream's own count: every id the bench sent must be in it exactly once.
+// with a read-only tool, `hit {id}`, and a write, `record {id}` (which the hub's policy asks a
+// person about); each appends the id to COUNTER_FILE and answers with it. The file is the
+// upstream's own count: every id the bench sent must be in it exactly once.
 
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,6 +21,12 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
       description: "Counts one hit under an id.",
       inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
       annotations: { readOnlyHint: true },
+    },
+    {
+      name: "record",
+      description: "Records one entry under an id.",
+      inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+      annotations: { readOnlyHint: false, destructiveHint: false },
     },
   ],
 }));

@@ -241,7 +241,11 @@ pub fn export_config(store: &Store, config: &HubConfig) -> Result<StackFile> {
         map_paths(&mut source, |path| places.portable(path));
         stack.sources.insert(ns, source);
     }
+    // Profiles a person made or changed; the built-in `default` has no file and needs none.
     for name in crate::profiles::names(store) {
+        if !store.root().join(crate::profiles::profile_path(&name)).is_file() {
+            continue;
+        }
         if let Some(profile) = crate::profiles::load(store, &name)? {
             stack.profiles.insert(name, profile);
         }
