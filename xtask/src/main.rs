@@ -69,6 +69,11 @@ commands:
   hosted bench [rounds] [--debug]
            time execute of `return 1` on the Worker against local `serve --http` (release
            build unless --debug; 200 rounds unless told), and a new tenant's cold start
+  hosted bench-load [clients] [runs] [tenants] [--debug]
+           the load bench (`bench-load`) against the Worker in workerd: 32 SDK clients over
+           8 tenants × 200 runs unless told, one in ten a write approved through the admin
+           endpoint; throughput, p50/p99, errors, repeats and losses, workerd's memory and
+           descriptors
   evals [--live] [--hosted] [args]
            run the scripted eval suite (code mode against direct tools) and write
            evals/results/report.md and report.json; fails when a gate regresses;

@@ -250,7 +250,16 @@ pub fn export_config(store: &Store, config: &HubConfig) -> Result<StackFile> {
             stack.profiles.insert(name, profile);
         }
     }
-    stack.installed = installed(store)?;
+    // Only what is still here: a source removed with `hub remove` leaves its record behind.
+    let skills = crate::skills::Library::new(store).lock()?.skills;
+    stack.installed = installed(store)?
+        .into_iter()
+        .filter(|(_, what)| match what.kind.as_str() {
+            "source" => stack.sources.contains_key(&what.name),
+            "skill" => skills.contains_key(&what.name),
+            _ => false,
+        })
+        .collect();
     Ok(stack)
 }
 
@@ -517,6 +526,28 @@ pub fn read_tree(dir: &Path) -> Result<Option<StackFile>> {
     }
     for name in stack.skills.keys() {
         crate::skills::front_matter::check_name(name).with_context(|| format!("{FILE}: skill `{name}`"))?;
+    }
+    for (name, profile) in &stack.profiles {
+        if &profile.name != name {
+            bail!("{FILE}: profile `{name}` names itself `{}`", profile.name);
+        }
+        profile.check().map_err(|e| anyhow::anyhow!("{FILE}: profile `{name}`: {e}"))?;
+    }
+    // What `stack install` added must be part of this stack, so a pulled record never makes
+    // `stack uninstall` take away something else.
+    for (slug, what) in &stack.installed {
+        let present = match what.kind.as_str() {
+            "source" => stack.sources.contains_key(&what.name),
+            "skill" => stack.skills.contains_key(&what.name),
+            _ => false,
+        };
+        if !present {
+            bail!(
+                "{FILE}: installed capability `{slug}` names {} `{}`, which the stack does not hold",
+                what.kind,
+                what.name
+            );
+        }
     }
     Ok(Some(stack))
 }

@@ -22,7 +22,7 @@ use crate::{WASM_TARGET, cargo, step, target_dir};
 mod bench;
 mod signin;
 
-const USAGE: &str = "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures | --sign-in] | bench [rounds] [--debug]";
+const USAGE: &str = "usage: cargo xtask hosted build | dev [--port N] [--dir PATH | --fixtures | --sign-in] | bench [rounds] [--debug] | bench-load [clients] [runs] [tenants] [--debug]";
 
 /// The Worker's entry: workerd calls the Rust `fetch` with the Worker's env and context; the
 /// Durable Object classes (the tenants' `Hub`, the authorization server's `Access`) come
@@ -96,6 +96,7 @@ pub(crate) fn hosted(args: &[String]) -> Result<()> {
         Some("build") => build().map(drop),
         Some("dev") => dev(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
+        Some("bench-load") => bench::bench_load(&args[1..]),
         _ => bail!("{USAGE}"),
     }
 }
