@@ -274,6 +274,34 @@ fn a_stack_pushed_from_one_home_is_pulled_into_another_without_its_secrets() {
     let caught_up = a.run(&["stack", "pull", "--yes"]).ok();
     assert!(caught_up.stderr.contains("source `fixture`: same"), "{}", caught_up.stderr);
     a.run(&["stack", "push"]).ok();
+
+    // A stored value written into the configuration in plain text is never pushed.
+    let sdk_env = format!("MCP_SDK_DIR={}", packages().join("sdk").display());
+    let leak_env = format!("LEAKED={SECRET}");
+    let script = repo().join("local/tests/fixtures/fixture-server.mjs");
+    a.run(&[
+        "hub",
+        "add",
+        "--yes",
+        "--namespace",
+        "leak",
+        "--env",
+        &sdk_env,
+        "--env",
+        &leak_env,
+        "--",
+        "node",
+        script.to_str().unwrap(),
+    ])
+    .ok();
+    let leaked = a.run(&["stack", "push"]);
+    assert_eq!(leaked.code, 1, "{}{}", leaked.stdout, leaked.stderr);
+    assert!(
+        leaked.stderr.contains("the stored value of fixture/default/FIXTURE_TOKEN appears"),
+        "{}",
+        leaked.stderr
+    );
+    assert!(!git(&remote, &["log", "-p", "--all"]).contains(SECRET));
 }
 
 #[test]
