@@ -41,6 +41,12 @@ pub fn record_checked(
     channel: Channel,
     check: impl FnOnce() -> Result<()>,
 ) -> Result<Recorded> {
+    // Asked first, so a run id that names nothing leaves nothing behind (its lock would make
+    // the run's journal).
+    if !crate::store::is_run_id(run_id) || !store.root().join("runs").join(format!("{run_id}.json")).exists()
+    {
+        bail!("there is no run `{run_id}`; `capabilities hub runs` lists the runs kept");
+    }
     let recorded = {
         let _lock = store.lock(run_id).map_err(|e| anyhow!("{e}"))?;
         let Some(mut run) = store.load_run_sync(run_id).map_err(|e| anyhow!("{e}"))? else {

@@ -21,7 +21,7 @@ impl Store {
         Ok(self.root.join("runs").join(format!("{id}.json")))
     }
 
-    fn journal_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+    pub(super) fn journal_path(&self, id: &str) -> Result<PathBuf, StoreError> {
         check_run_id(id)?;
         Ok(self.root.join("runs").join(format!("{id}.journal.jsonl")))
     }
@@ -76,7 +76,7 @@ impl Store {
         let mut line =
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         line.push(b'\n');
-        let _lock = self.lock(&format!("{id}.journal"))?;
+        let _lock = self.run_lock(id, super::lock::RunLock::Journal, true)?;
         let record = self.run_path(id)?;
         if let Some(why) = failed_write(&record) {
             return Err(StoreError::Io(format!("runs/{id}.json"), why));
@@ -182,8 +182,9 @@ impl Store {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        // A run's lock files (`<id>.lock`, `<id>_journal.lock`, `<id>_written.lock`) are made
-        // with it and never written: they go once they are as old and their record is gone.
+        // The lock files earlier builds made for each run (`<id>.lock`, `<id>_journal.lock`,
+        // `<id>_written.lock`; a run's locks are ranges of its journal now, see `lock.rs`) go
+        // once they are as old and their record is gone.
         let Ok(locks) = fs::read_dir(self.root.join("locks")) else { return };
         for entry in locks.flatten() {
             let name = entry.file_name();
@@ -283,8 +284,9 @@ mod tests {
         let (gone, kept) = ("run_00000000000000aa", "run_00000000000000bb");
         for id in [gone, kept] {
             fs::write(store.root.join("runs").join(format!("{id}.json")), "{}").unwrap();
-            for record in [id.to_owned(), format!("{id}.journal"), format!("{id}.written")] {
-                drop(store.lock(&record).unwrap());
+            // The lock files earlier builds made for each run.
+            for name in [format!("{id}.lock"), format!("{id}_journal.lock"), format!("{id}_written.lock")] {
+                fs::write(store.root.join("locks").join(name), "").unwrap();
             }
         }
         drop(store.lock("policy").unwrap());
