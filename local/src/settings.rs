@@ -12,8 +12,9 @@ pub struct GlobalArgs {
     /// Never prompt; fail with a hint where input would be needed.
     #[arg(long, global = true)]
     pub no_input: bool,
-    /// The registry index `stack install` reads (a directory or a URL).
-    #[arg(long, global = true, value_name = "DIR|URL")]
+    /// The registry index `stack install` reads (a directory or a URL). Hidden here: it is
+    /// shown where it matters, on `stack install`.
+    #[arg(long, global = true, value_name = "DIR|URL", hide = true)]
     pub registry: Option<String>,
 }
 
