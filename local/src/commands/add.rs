@@ -30,7 +30,8 @@ pub struct AddArgs {
     /// `.json`, `.yaml` or `.yml`, or a file): the API's operations become tools. For a local
     /// server, give its command line after `--` instead: `capabilities hub add -- npx -y @scope/server`.
     pub url: Option<String>,
-    /// The command line of a local stdio server (after `--`).
+    /// The command line of a local stdio server (after `--`); with `npm:` or `pypi:`, the
+    /// installed server's own arguments.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
     /// The namespace the tools live under in code (`ns.tool(...)`); proposed from the URL's

@@ -32,12 +32,6 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
             .into());
         }
     };
-    if !args.command.is_empty() {
-        return Err(UsageError(format!(
-            "give either `{registry}:<package>` or a command after `--`, not both"
-        ))
-        .into());
-    }
     if !args.header.is_empty() {
         return Err(UsageError("`--header` is for URLs; use `--env` for a package's server".into()).into());
     }
@@ -80,7 +74,9 @@ pub(super) fn run(settings: &Settings, store: &Store, target: &str, args: &AddAr
     }
     let (env, env_slots) = super::add::stdio_env(args);
     let read = granted_dirs(&args.read)?;
-    let wanted = Wanted { env, env_slots, args: Vec::new(), read, isolate: !args.no_isolate, net: args.net };
+    // After `--`, the server's own arguments (a folder it serves, say).
+    let server_args = args.command.clone();
+    let wanted = Wanted { env, env_slots, args: server_args, read, isolate: !args.no_isolate, net: args.net };
     let spec_credentials = |spec: &SourceSpec| sources::credentials_from_env(spec);
     let (manifest, what) = if registry == "npm" {
         node_path()?;

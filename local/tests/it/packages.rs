@@ -245,6 +245,61 @@ fn a_version_that_does_not_exist_is_refused_and_nothing_is_installed() {
     );
 }
 
+#[test]
+fn the_filesystem_server_reads_only_the_folder_it_was_granted_and_a_hand_edited_lock_is_named() {
+    let hub = Hub::new();
+    let notes = hub.dir.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), "buy milk").unwrap();
+    let granted = notes.to_str().unwrap().to_owned();
+    let added = hub.run(&[
+        "add",
+        "npm:@modelcontextprotocol/server-filesystem@2026.8.31",
+        "--namespace",
+        "files",
+        "--read",
+        &granted,
+        "--yes",
+        "--",
+        &granted,
+    ]);
+    assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
+    assert_eq!(hub.lock()["packages"]["files"]["version"], "2026.8.31");
+    // The folder after `--` is the server's own argument; bound read-only, it is all it reads.
+    let read = hub.exec(&format!("return await files.readTextFile({{path: {:?}}})", notes.join("todo.txt")));
+    assert!(read.to_string().contains("buy milk"), "{read}");
+    let ssh = hub.home().join(".ssh/id_test");
+    let refused = hub.exec(&format!(
+        "try {{ return await files.readTextFile({{path: {ssh:?}}}) }} catch (e) {{ return 'refused: ' + e.message }}"
+    ));
+    assert!(refused.to_string().contains("refused"), "{refused}");
+
+    // A lock file edited by hand: doctor names the mismatch and what to do.
+    let path = hub.store().join("packages.lock.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"version\": \"2026.8.31\"", "\"version\": \"2026.9.9\"");
+    std::fs::write(&path, text).unwrap();
+    let doctor = hub.run(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("the lock pins npm:@modelcontextprotocol/server-filesystem@2026.9.9"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        doctor.stdout.contains("add `npm:@modelcontextprotocol/server-filesystem@2026.9.9` again"),
+        "{}",
+        doctor.stdout
+    );
+
+    // A package that is not an MCP server: refused, nothing left.
+    let pad = hub.run(&["add", "npm:left-pad@1.3.0", "--yes"]);
+    assert_eq!(pad.code, 1, "{}{}", pad.stdout, pad.stderr);
+    assert!(pad.stderr.contains("not a stdio MCP server package"), "{}", pad.stderr);
+    assert!(!hub.installed().iter().any(|n| n.starts_with("left-pad")), "{:?}", hub.installed());
+    assert!(!hub.store().join("sources/left_pad.json").exists());
+}
+
 /// What `packages/pypi/` holds, partial installs included.
 fn installed_pypi(hub: &Hub) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(hub.store().join("packages/pypi"))
