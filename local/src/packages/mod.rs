@@ -146,6 +146,27 @@ pub fn create_private_dirs(dir: &Path) -> Result<()> {
         .with_context(|| format!("creating {}", dir.display()))
 }
 
+/// Installs into a fresh `.partial-*` folder beside `dir` with `install`, then renames it to
+/// `dir`; on any failure the partial folder is removed, so nothing refused is left installed.
+pub fn install_whole<T>(dir: &Path, install: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    let parent = dir.parent().context("a package directory has a parent")?;
+    let suffix = hex::encode(crate::platform::random_bytes::<6>()?);
+    let partial = parent.join(format!(".partial-{suffix}"));
+    let result = create_private_dirs(&partial).and_then(|()| install(&partial));
+    let installed = match result {
+        Ok(installed) => installed,
+        Err(err) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(err);
+        }
+    };
+    if let Err(err) = std::fs::rename(&partial, dir) {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(err).with_context(|| format!("moving the package into {}", dir.display()));
+    }
+    Ok(installed)
+}
+
 /// The private writable directory of an isolated source.
 pub fn state_dir(store_root: &Path, namespace: &str) -> PathBuf {
     store_root.join("state").join(namespace)

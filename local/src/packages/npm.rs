@@ -186,21 +186,7 @@ pub fn install(resolved: &Resolved, dir: &Path) -> Result<Installed> {
         let bin = entry_point(dir, &resolved.name)?;
         return Ok(Installed { dir: dir.to_owned(), bin, signatures, provenance, fresh: false });
     }
-    let suffix = hex::encode(crate::platform::random_bytes::<6>()?);
-    let partial = parent.join(format!(".partial-{suffix}"));
-    super::create_private_dirs(&partial)?;
-    let result = install_into(resolved, &partial);
-    let installed = match result {
-        Ok(found) => found,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(&partial);
-            return Err(err);
-        }
-    };
-    if let Err(err) = std::fs::rename(&partial, dir) {
-        let _ = std::fs::remove_dir_all(&partial);
-        return Err(err).with_context(|| format!("moving the package into {}", dir.display()));
-    }
+    let installed = super::install_whole(dir, |partial| install_into(resolved, partial))?;
     let (bin, signatures, provenance) = installed;
     Ok(Installed { dir: dir.to_owned(), bin, signatures, provenance, fresh: true })
 }

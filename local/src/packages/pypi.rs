@@ -254,10 +254,7 @@ pub fn install(python: &Path, resolved: &Resolved, dir: &Path) -> Result<Install
         let entry = entry_point(dir, resolved)?;
         return Ok(Installed { entry, signatures: unavailable(), provenance: unavailable(), fresh: false });
     }
-    let suffix = hex::encode(crate::platform::random_bytes::<6>()?);
-    let partial = parent.join(format!(".partial-{suffix}"));
-    let result = (|| -> Result<String> {
-        super::create_private_dirs(&partial)?;
+    let entry = super::install_whole(dir, |partial| -> Result<String> {
         std::fs::write(partial.join(REQUIREMENTS), &requirements).context("writing the requirements")?;
         let mut command = pip(python);
         command
@@ -272,10 +269,10 @@ pub fn install(python: &Path, resolved: &Resolved, dir: &Path) -> Result<Install
                 "--quiet",
                 "--target",
             ])
-            .arg(&partial)
+            .arg(partial)
             .arg("-r")
             .arg(partial.join(REQUIREMENTS))
-            .current_dir(&partial);
+            .current_dir(partial);
         let output = run(command, "install the package")?;
         if !output.status.success() {
             let error = pip_error(&output);
@@ -292,19 +289,8 @@ pub fn install(python: &Path, resolved: &Resolved, dir: &Path) -> Result<Install
                 resolved.version
             );
         }
-        entry_point(&partial, resolved)
-    })();
-    let entry = match result {
-        Ok(entry) => entry,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(&partial);
-            return Err(err);
-        }
-    };
-    if let Err(err) = std::fs::rename(&partial, dir) {
-        let _ = std::fs::remove_dir_all(&partial);
-        return Err(err).with_context(|| format!("moving the package into {}", dir.display()));
-    }
+        entry_point(partial, resolved)
+    })?;
     Ok(Installed { entry, signatures: unavailable(), provenance: unavailable(), fresh: true })
 }
 
