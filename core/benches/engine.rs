@@ -8,6 +8,9 @@
 //! - `execute_one_call` and `execute_100_calls`: read-only tool calls, each decided by policy,
 //!   journaled twice and answered by the fake upstream; the per-call overhead is
 //!   `(execute_100_calls - execute_return_1) / 100`.
+//! - `prepared/…`: the same, with the next attempt's runtime, context and installed prelude
+//!   made off the clock (`QuickJs::prepare`), as `hub serve` does after each answer: what a
+//!   served run waits for.
 // The bench plays the native host, which owns the sandbox's compute clock.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
@@ -115,6 +118,38 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(execute("return await notes.list({ q: 'a' })")))
     });
     group.bench_function("execute_100_calls", |b| b.iter(|| black_box(execute(hundred))));
+    // Each iteration's guest is prepared before its clock starts.
+    let prepared = |code: &'static str| {
+        let execute = &execute;
+        let sandbox = &sandbox;
+        move |b: &mut criterion::Bencher<'_>| {
+            b.iter_custom(|iters| {
+                let mut took = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    sandbox.prepare().expect("a prepared guest");
+                    let start = Instant::now();
+                    black_box(execute(code));
+                    took += start.elapsed();
+                }
+                took
+            })
+        }
+    };
+    group.bench_function("prepared/sandbox_return_1", |b| {
+        b.iter_custom(|iters| {
+            let mut took = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                sandbox.prepare().expect("a prepared guest");
+                let start = Instant::now();
+                black_box(floor());
+                took += start.elapsed();
+            }
+            took
+        })
+    });
+    group.bench_function("prepared/execute_return_1", prepared("return 1"));
+    group.bench_function("prepared/execute_one_call", prepared("return await notes.list({ q: 'a' })"));
+    group.bench_function("prepared/execute_100_calls", prepared(hundred));
     group.finish();
 }
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::address::{Namespace, ToolAddress};
 use crate::limits::Limits;
 use crate::manifest::Tool;
-use crate::record::{JournalEntry, RunRecord, ToolFailure};
+use crate::record::{JournalEntry, RunId, RunRecord, ToolFailure};
 pub use crate::send::{BoxFuture, LocalBoxFuture, MaybeSend, MaybeSync};
 
 /// Wall-clock time in milliseconds since the Unix epoch, for records and expiry. The run's
@@ -194,6 +194,12 @@ pub trait RunStore: MaybeSend + MaybeSync {
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.append_journal(id, entry)
+    }
+    /// The id for the next new run, when the store made its journal ready ahead (created, and
+    /// its name durable) so the run's first durable write is only its own line. Each id is
+    /// handed out once; `None` lets the engine draw one.
+    fn take_prepared_run(&self) -> Option<RunId> {
+        None
     }
 }
 

@@ -44,12 +44,15 @@ impl Engine<'_> {
     /// Starts a run of `code`.
     pub async fn execute(&self, code: &str) -> RunReport {
         let now = self.clock.now_ms();
-        let mut id_bytes = [0u8; 8];
-        self.entropy.fill(&mut id_bytes);
+        let id = self.store.take_prepared_run().unwrap_or_else(|| {
+            let mut id_bytes = [0u8; 8];
+            self.entropy.fill(&mut id_bytes);
+            RunId::from_bytes(id_bytes)
+        });
         let mut seed_bytes = [0u8; 8];
         self.entropy.fill(&mut seed_bytes);
         let mut run = RunRecord {
-            id: RunId::from_bytes(id_bytes),
+            id,
             status: RunStatus::Running,
             created_ms: now,
             updated_ms: now,

@@ -10,12 +10,15 @@
 //   - keep internal lists in objects without a prototype, so no inherited setter fires;
 //   - quote strings and numbers with the captured JSON.stringify, which consults nothing
 //     the guest can reach when given a primitive.
-// The host hands in four functions (call, lookup, log, and the configuration) and gets back
-// the handful the driver needs; none of them is ever reachable from a global.
+// `install` builds everything that is the same for every attempt and returns `configure`,
+// so a host can run it ahead, while idle, in a context no attempt has used yet. The attempt
+// then calls `configure` once with its host functions (call, lookup, log) and its
+// configuration (namespaces, seed, clock, budgets), and gets back the handful the driver
+// needs; none of them is ever reachable from a global.
 
 let installed = false;
 
-export function install(host, configText) {
+export function install() {
   if (installed) throw new TypeError("the prelude is installed once per attempt");
   installed = true;
 
@@ -129,10 +132,10 @@ export function install(host, configText) {
   const BigIntCtor = BigInt;
   const bigintAsUintN = BigInt.asUintN;
 
-  const hostCall = host.call;
-  const hostLookup = host.lookup;
-  const hostLog = host.log;
-  const config = JSONParse(configText);
+  // Set by `configure`, once, before any guest code runs.
+  let hostCall;
+  let hostLookup;
+  let hostLog;
 
   // Internal lists: arrays without a prototype (no inherited index setter can fire), filled
   // by assignment and joined with the captured Array.prototype.join.
@@ -195,16 +198,16 @@ export function install(host, configText) {
 
   // ---- the logical clock and the seeded generator --------------------------------------
 
-  const originMs = +config.clockOriginMs;
-  let clockMs = originMs;
-  const maxTimeoutMs = +config.maxTimeoutMs;
+  // Set by `configure` from the run's clock origin and seed.
+  let originMs = 0;
+  let clockMs = 0;
+  let maxTimeoutMs = 0;
 
   // xoshiro128**, seeded by the host from the run's seed.
-  let s0 = config.seed[0] | 0;
-  let s1 = config.seed[1] | 0;
-  let s2 = config.seed[2] | 0;
-  let s3 = config.seed[3] | 0;
-  if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+  let s0 = 1;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
   const rotl = (x, k) => (x << k) | (x >>> (32 - k));
   const nextU32 = () => {
     const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
@@ -236,11 +239,7 @@ export function install(host, configText) {
 
   defineHidden(Math, "random", named("random", () => random()));
 
-  const performance = freeze({
-    now: named("now", () => clockMs - originMs),
-    timeOrigin: originMs,
-  });
-  defineGlobal("performance", performance);
+  const performanceNow = named("now", () => clockMs - originMs);
 
   const HEX = "0123456789abcdef";
   const crypto = freeze({
@@ -780,7 +779,7 @@ export function install(host, configText) {
     return out.length > max ? stringSlice(out, 0, max + 1) : out;
   };
 
-  let logRemaining = +config.logBudgetBytes;
+  let logRemaining = 0;
   const emitLog = (prefix, args) => {
     try {
       if (logRemaining <= 0) {
@@ -1027,18 +1026,20 @@ export function install(host, configText) {
   defineFixedGlobal("hub", hub);
 
   // Each namespace is a fixed global whose object is built on first use: a hub may hold
-  // hundreds of tools, and an attempt touches few of them.
-  for (let i = 0; i < config.namespaces.length; i++) {
-    const ns = config.namespaces[i];
-    const name = ns.name;
-    const tools = list();
-    for (let j = 0; j < ns.tools.length; j++) push(tools, ns.tools[j]);
-    let made;
-    const get = named(name, () => (made === undefined ? (made = makeNamespace(name, tools)) : made));
-    const existing = getOwnPropertyDescriptor(G, name);
-    if (existing !== undefined && existing.configurable) delete G[name];
-    defineProperty(G, name, { __proto__: null, get, set: undefined, enumerable: false, configurable: false });
-  }
+  // hundreds of tools, and an attempt touches few of them. Defined by `configure`.
+  const defineNamespaces = (namespaces) => {
+    for (let i = 0; i < namespaces.length; i++) {
+      const ns = namespaces[i];
+      const name = ns.name;
+      const tools = list();
+      for (let j = 0; j < ns.tools.length; j++) push(tools, ns.tools[j]);
+      let made;
+      const get = named(name, () => (made === undefined ? (made = makeNamespace(name, tools)) : made));
+      const existing = getOwnPropertyDescriptor(G, name);
+      if (existing !== undefined && existing.configurable) delete G[name];
+      defineProperty(G, name, { __proto__: null, get, set: undefined, enumerable: false, configurable: false });
+    }
+  };
 
   // ---- virtual timers ----------------------------------------------------------------------
 
@@ -1457,8 +1458,8 @@ export function install(host, configText) {
     return proto === ArrayPrototype && !hasOwn(ArrayPrototype, "then") && getPrototypeOf(ArrayPrototype) === ObjectPrototype;
   };
 
-  const MAX_RESULT_CHARS = +config.maxResultBytes;
-  return freeze({
+  let MAX_RESULT_CHARS = 0;
+  const api = freeze({
     __proto__: null,
     // Delivers a host answer: `ok` with JSON text, or a ToolError description.
     settle: (ticket, ok, text) => {
@@ -1525,4 +1526,27 @@ export function install(host, configText) {
     },
     describeError,
   });
+
+  let configured = false;
+  return (host, configText) => {
+    if (configured) throw new TypeErrorCtor("the prelude is configured once per attempt");
+    configured = true;
+    hostCall = host.call;
+    hostLookup = host.lookup;
+    hostLog = host.log;
+    const config = JSONParse(configText);
+    originMs = +config.clockOriginMs;
+    clockMs = originMs;
+    maxTimeoutMs = +config.maxTimeoutMs;
+    s0 = config.seed[0] | 0;
+    s1 = config.seed[1] | 0;
+    s2 = config.seed[2] | 0;
+    s3 = config.seed[3] | 0;
+    if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+    defineGlobal("performance", freeze({ now: performanceNow, timeOrigin: originMs }));
+    logRemaining = +config.logBudgetBytes;
+    MAX_RESULT_CHARS = +config.maxResultBytes;
+    defineNamespaces(config.namespaces);
+    return api;
+  };
 }

@@ -9,6 +9,7 @@ pub mod http;
 pub mod lines;
 pub mod rounds;
 pub mod skills;
+mod stdio;
 pub mod token;
 pub mod tools;
 
@@ -23,7 +24,7 @@ use std::path::Path;
 /// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
 /// Input reaches rmcp through [`lines::check_input`], so an oversized message is answered.
 pub async fn serve_stdio(home: &Path, profile: &str) -> Result<()> {
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let (stdin, stdout) = stdio::stdio();
     let (server_side, hub_side) = tokio::io::duplex(256 * 1024);
     let (from_server, to_server) = tokio::io::split(hub_side);
     let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -17,6 +17,9 @@ pub(super) struct WriteBehind {
     pub(super) journal: PathBuf,
     pub(super) bytes: Vec<u8>,
     pub(super) locks: [RecordLock; 2],
+    /// An empty journal to create beside the record, for a later run (see `runs.rs`): its
+    /// name is made durable by the same directory sync.
+    pub(super) prepare: Option<PathBuf>,
 }
 
 /// Records the writer threads could not put in place, with the reason, until they are saved
@@ -79,7 +82,7 @@ pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
         Err(_) => write,
     };
     // No writer threads: the record is written here, as without one.
-    let WriteBehind { path, journal, bytes, locks } = write;
+    let WriteBehind { path, journal, bytes, locks, prepare: _ } = write;
     let written = write_record(&path, &bytes, &[&journal]);
     drop(locks);
     finish_one();
@@ -87,8 +90,14 @@ pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
 }
 
 fn put_in_place(write: WriteBehind) {
-    let WriteBehind { path, journal, bytes, locks } = write;
-    if let Err(err) = write_record(&path, &bytes, &[&journal]) {
+    let WriteBehind { path, journal, bytes, locks, prepare } = write;
+    let companions: Vec<&Path> =
+        [Some(journal.as_path()), prepare.as_deref()].into_iter().flatten().collect();
+    let written = write_record(&path, &bytes, &companions);
+    if let (Ok(()), Some(prepared)) = (&written, prepare) {
+        super::runs::keep_prepared(prepared);
+    }
+    if let Err(err) = written {
         // The run's next append fails on it; a run that has answered already keeps the record
         // that started its attempt, and resumes.
         eprintln!("warning: {err:#}; the run is left to resume");

@@ -23,6 +23,15 @@
 //!    stopped in between leaves a run that resumes by replay, repeating no call.
 //! 4. A record waiting for a person is written in line, as is the first record of a run that
 //!    ends before it starts.
+//!
+//! A server also keeps journals ready for runs not started yet: the writer threads create an
+//! empty `runs/<id>.journal.jsonl` beside a record they put in place, so the directory sync
+//! that makes the record's name durable makes the journal's too. A new run takes such an id
+//! (`RunStore::take_prepared_run`) and its first record becomes the journal's first line
+//! (`{"kind":"start","record":…}`) instead of a file: nothing is synced or renamed when the
+//! run starts, and its first call's synced line makes that line durable with it. Until the
+//! run's last record is written (behind, as in 3.), readers take the record from that line,
+//! so a hub stopped in between leaves a run that resumes the same way.
 
 mod behind;
 mod blobs;

@@ -6,14 +6,17 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use capabilities_core::ports::{BoxFuture, RunStore, StoreError};
 use capabilities_core::record::{JournalEntry, RunId, RunRecord, RunStatus};
 
+use serde::{Deserialize, Serialize};
+
 use super::behind::{WriteBehind, failed_write, forget_failure, write_behind};
 use super::{Store, io_error, write_record};
+use crate::platform::random_bytes;
 
 impl Store {
     fn run_path(&self, id: &str) -> Result<PathBuf, StoreError> {
@@ -39,14 +42,26 @@ impl Store {
         let journal = self.journal_path(&run.id)?;
         // This write starts over whatever an earlier one left.
         forget_failure(&path);
+        // A prepared journal counts as such for its run's first save only.
+        let prepared = was_taken(&journal);
+        if self.write_behind
+            && prepared
+            && run.status == RunStatus::Running
+            && self.start_in_journal(run, &path, &journal)?
+        {
+            return Ok(());
+        }
         let behind = match run.status {
             RunStatus::Running => true,
             RunStatus::AwaitingInput => false,
-            _ => path.exists(),
+            // A run whose record so far is its journal's first line resumes from it just as
+            // from a record on disk.
+            _ => path.exists() || started_in_journal(&journal),
         };
         if self.write_behind && behind {
             let written = self.written_lock(&run.id, true)?;
-            return write_behind(WriteBehind { path, journal, bytes, locks: [lock, written] });
+            let prepare = prepared_wanted(&journal).then(|| self.new_journal_path()).flatten();
+            return write_behind(WriteBehind { path, journal, bytes, locks: [lock, written], prepare });
         }
         write_record(&path, &bytes, &[&journal])
             .map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
@@ -60,9 +75,60 @@ impl Store {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
                 .map_err(|e| StoreError::Corrupt(format!("runs/{id}.json"), e.to_string())),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => self.start_record(id),
             Err(err) => Err(io_error(&path, err)),
         }
+    }
+
+    /// Writes a new run's first record as the first line of the journal the store prepared
+    /// for it, instead of as `runs/<id>.json`: the first call's synced line makes both durable
+    /// with one sync and no new name. `false` when the run has a record already or its journal
+    /// is not an empty prepared one; the record is then written as usual.
+    fn start_in_journal(&self, run: &RunRecord, path: &Path, journal: &Path) -> Result<bool, StoreError> {
+        if run.attempts != 1 || path.exists() {
+            return Ok(false);
+        }
+        let _lock = self.run_lock(&run.id, super::lock::RunLock::Journal, true)?;
+        let mut file = match OpenOptions::new().append(true).open(journal) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(err) => return Err(io_error(journal, err)),
+        };
+        if file.metadata().map_err(|e| io_error(journal, e))?.len() != 0 {
+            return Ok(false);
+        }
+        let mut line = serde_json::to_vec(&StartLine { kind: START, record: run })
+            .map_err(|e| StoreError::Corrupt(run.id.to_string(), e.to_string()))?;
+        line.push(b'\n');
+        file.write_all(&line).map_err(|e| io_error(journal, e))?;
+        Ok(true)
+    }
+
+    /// The record in the first line of run `id`'s journal, for a run whose record was never
+    /// written as a file (a hub stopped while it ran).
+    fn start_record(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let path = self.journal_path(id)?;
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(io_error(&path, err)),
+        };
+        let mut first = Vec::new();
+        std::io::BufRead::read_until(&mut io::BufReader::new(file), b'\n', &mut first)
+            .map_err(|e| io_error(&path, e))?;
+        if !first.ends_with(b"\n") || !is_start_line(&first) {
+            // Empty (prepared, never used), torn, or a journal that starts with a call.
+            return Ok(None);
+        }
+        serde_json::from_slice::<OwnedStartLine>(&first)
+            .map(|line| Some(line.record))
+            .map_err(|e| StoreError::Corrupt(format!("runs/{id}.journal.jsonl line 1"), e.to_string()))
+    }
+
+    /// A journal path for a run id not used yet, to be prepared for a later run.
+    fn new_journal_path(&self) -> Option<PathBuf> {
+        let bytes: [u8; 8] = random_bytes().ok()?;
+        self.journal_path(&RunId::from_bytes(bytes)).ok()
     }
 
     pub fn append_journal_sync(&self, id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
@@ -136,7 +202,7 @@ impl Store {
         let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
         let mut entries = Vec::new();
         for (i, line) in lines.iter().enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if line.iter().all(u8::is_ascii_whitespace) || (i == 0 && is_start_line(line)) {
                 continue;
             }
             match serde_json::from_slice::<JournalEntry>(line) {
@@ -154,15 +220,26 @@ impl Store {
         Ok(entries)
     }
 
-    /// Ids of stored runs, newest first by modification time.
+    /// Ids of stored runs, newest first by modification time: each record, and each journal
+    /// that holds its run's first record while the run has no record file (running, or left by
+    /// a hub that stopped).
     pub fn run_ids(&self) -> Vec<String> {
-        let mut runs: Vec<(SystemTime, String)> = fs::read_dir(self.root.join("runs"))
+        let runs_dir = self.root.join("runs");
+        let mut runs: Vec<(SystemTime, String)> = fs::read_dir(&runs_dir)
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                let id = name.strip_suffix(".json")?.to_owned();
+                let id = match name.strip_suffix(".journal.jsonl") {
+                    Some(id)
+                        if !runs_dir.join(format!("{id}.json")).exists() && started_in_journal(&e.path()) =>
+                    {
+                        id.to_owned()
+                    }
+                    Some(_) => return None,
+                    None => name.strip_suffix(".json")?.to_owned(),
+                };
                 check_run_id(&id).ok()?;
                 Some((e.metadata().ok()?.modified().ok()?, id))
             })
@@ -194,6 +271,80 @@ impl Store {
                 let _ = fs::remove_file(entry.path());
             }
         }
+    }
+}
+
+/// The `kind` of a journal's first line when it holds the run's first record.
+const START: &str = "start";
+
+/// A journal's first line holding the run's first record.
+#[derive(Serialize)]
+struct StartLine<'a> {
+    kind: &'a str,
+    record: &'a RunRecord,
+}
+
+#[derive(Deserialize)]
+struct OwnedStartLine {
+    record: RunRecord,
+}
+
+fn is_start_line(line: &[u8]) -> bool {
+    line.starts_with(br#"{"kind":"start","#)
+}
+
+/// Whether the journal at `path` starts with the run's first record.
+fn started_in_journal(path: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 16];
+    File::open(path).and_then(|file| file.read_exact_at(&mut head, 0)).is_ok() && is_start_line(&head)
+}
+
+/// Journals this process created ahead for runs not started yet, each with its name durable.
+static PREPARED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// How many prepared journals a runs directory keeps ready in this process: one for the next
+/// run, and one for a run that starts while the last is finishing.
+const PREPARED_AHEAD: usize = 2;
+
+/// Whether the writer threads should prepare another journal beside `journal`.
+fn prepared_wanted(journal: &Path) -> bool {
+    let Some(dir) = journal.parent() else { return false };
+    PREPARED
+        .lock()
+        .is_ok_and(|prepared| prepared.iter().filter(|p| p.parent() == Some(dir)).count() < PREPARED_AHEAD)
+}
+
+/// Keeps a journal the writer threads created and made durable, for a later run.
+pub(super) fn keep_prepared(journal: PathBuf) {
+    if let Ok(mut prepared) = PREPARED.lock() {
+        prepared.push(journal);
+    }
+}
+
+/// A prepared journal in `dir`, handed out once.
+fn take_prepared(dir: &Path) -> Option<PathBuf> {
+    let mut prepared = PREPARED.lock().ok()?;
+    let at = prepared.iter().position(|p| p.parent() == Some(dir))?;
+    let journal = prepared.swap_remove(at);
+    TAKEN.lock().ok()?.push(journal.clone());
+    Some(journal)
+}
+
+/// Prepared journals handed to runs that have not written their first record yet: only these
+/// take it as their first line, since only their names are known to be durable.
+static TAKEN: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether `journal` was handed out prepared and has not had its first record yet; it no
+/// longer counts as such after this.
+fn was_taken(journal: &Path) -> bool {
+    let Ok(mut taken) = TAKEN.lock() else { return false };
+    match taken.iter().position(|p| p == journal) {
+        Some(at) => {
+            taken.swap_remove(at);
+            true
+        }
+        None => false,
     }
 }
 
@@ -256,6 +407,15 @@ impl RunStore for Store {
         Box::pin(async move { self.read_journal_sync(id) })
     }
 
+    fn take_prepared_run(&self) -> Option<RunId> {
+        if !self.write_behind {
+            return None;
+        }
+        let journal = take_prepared(&self.root.join("runs"))?;
+        let name = journal.file_name()?.to_str()?;
+        RunId::parse(name.strip_suffix(".journal.jsonl")?)
+    }
+
     fn append_journal_deferred<'a>(
         &'a self,
         id: &'a str,
@@ -275,6 +435,82 @@ mod tests {
     fn age(path: &Path, days: u64) {
         let when = SystemTime::now() - Duration::from_secs(days * 86_400);
         File::options().write(true).open(path).unwrap().set_modified(when).unwrap();
+    }
+
+    fn run(id: &str, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id: RunId::parse(id).unwrap(),
+            status,
+            created_ms: 1,
+            updated_ms: 1,
+            body: "return 1".into(),
+            notices: Vec::new(),
+            lines: Vec::new(),
+            seed: 7,
+            clock_origin_ms: 1,
+            attempts: 1,
+            live_calls: 0,
+            pending: Vec::new(),
+            decisions: Vec::new(),
+            output: Default::default(),
+            profile: "default".into(),
+        }
+    }
+
+    #[test]
+    fn a_new_runs_first_record_is_the_first_line_of_its_prepared_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.write_records_behind();
+        let runs = store.root.join("runs");
+        // What the writer threads do after a run's last record: an empty journal, kept for later.
+        let journal = runs.join("run_00000000000000c1.journal.jsonl");
+        File::create(&journal).unwrap();
+        keep_prepared(journal.clone());
+        let id = store.take_prepared_run().expect("the prepared journal is handed out");
+        assert_eq!(id.as_str(), "run_00000000000000c1");
+        assert!(store.take_prepared_run().is_none(), "handed out once");
+
+        store.save_run_sync(&run(&id, RunStatus::Running)).unwrap();
+        assert!(!runs.join(format!("{id}.json")).exists(), "no record file at the start");
+        let first = fs::read_to_string(&journal).unwrap();
+        assert!(first.starts_with(r#"{"kind":"start","record":{"id":"run_00000000000000c1""#), "{first}");
+        // Readers find the run from its journal, and the journal's entries without that line.
+        assert_eq!(store.load_run_sync(&id).unwrap().unwrap().status, RunStatus::Running);
+        assert_eq!(store.run_ids(), vec![id.to_string()]);
+        assert!(store.read_journal_sync(&id).unwrap().is_empty());
+        let intent = JournalEntry::Call {
+            seq: 0,
+            address: "notes.list".into(),
+            connection: None,
+            digest: "d".into(),
+            at_ms: 2,
+        };
+        store.append_journal_sync(&id, &intent).unwrap();
+        assert_eq!(store.read_journal_sync(&id).unwrap(), vec![intent.clone()]);
+
+        // The last record is written behind, beside the journal, which keeps its first line.
+        store.save_run_sync(&run(&id, RunStatus::Completed)).unwrap();
+        crate::store::wait_for_writes();
+        assert_eq!(store.load_run_sync(&id).unwrap().unwrap().status, RunStatus::Completed);
+        assert_eq!(store.read_journal_sync(&id).unwrap(), vec![intent]);
+        assert_eq!(store.run_ids(), vec![id.to_string()]);
+        // ... and another journal was prepared for the next run.
+        let next = store.take_prepared_run().expect("a journal prepared behind the record");
+        assert_ne!(next, id);
+        assert_eq!(fs::read(store.journal_path(&next).unwrap()).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_journal_not_prepared_never_takes_the_first_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.write_records_behind();
+        let id = "run_00000000000000c2";
+        store.save_run_sync(&run(id, RunStatus::Running)).unwrap();
+        crate::store::wait_for_writes();
+        assert!(store.root.join("runs").join(format!("{id}.json")).exists());
+        assert_eq!(fs::read(store.journal_path(id).unwrap()).unwrap(), b"");
     }
 
     #[test]

@@ -139,11 +139,13 @@ pub(crate) async fn run(
 }
 
 /// What every attempt builds before it sees its own code or configuration: a new runtime and
-/// context with the prelude module evaluated (its `install` not yet called). Made ahead of an
-/// attempt so the attempt skips that work; it is handed to at most one attempt and dropped
-/// with it, so no guest code ever runs in a context another attempt used.
+/// context with the prelude evaluated and installed (every global but the namespaces, and
+/// nothing that depends on the run), leaving the prelude's `configure` for the attempt to call
+/// with its host functions, seed and clock. Made ahead of an attempt so the attempt skips that
+/// work; it is handed to at most one attempt and dropped with it, so no guest code ever runs in
+/// a context another attempt used.
 pub(crate) struct Fresh {
-    install: Persistent<Function<'static>>,
+    configure: Persistent<Function<'static>>,
     context: Context,
     runtime: Runtime,
     heap: Rc<Heap>,
@@ -165,13 +167,15 @@ impl Fresh {
         let prelude = prelude::bytecode().map_err(AttemptEnd::Internal)?;
         let context =
             Context::custom::<GuestIntrinsics>(&runtime).map_err(internal("cannot start a context"))?;
-        let install = context.with(|ctx| -> Result<_, AttemptEnd> {
+        let configure = context.with(|ctx| -> Result<_, AttemptEnd> {
             let module = load_module(&ctx, prelude).catch(&ctx).map_err(caught("cannot load the prelude"))?;
             let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
             let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
-            Ok(Persistent::save(&ctx, install))
+            let configure: Function =
+                install.call(()).catch(&ctx).map_err(caught("cannot install the prelude"))?;
+            Ok(Persistent::save(&ctx, configure))
         })?;
-        Ok(Fresh { install, context, runtime, heap })
+        Ok(Fresh { configure, context, runtime, heap })
     }
 }
 
@@ -209,18 +213,18 @@ impl Guest {
         })
         .to_string();
         let installed = fresh.context.with(|ctx| -> Result<_, AttemptEnd> {
-            let install =
-                fresh.install.clone().restore(&ctx).map_err(internal("the prelude has no install"))?;
+            let configure =
+                fresh.configure.clone().restore(&ctx).map_err(internal("the prelude has no configure"))?;
             let host = host.object(&ctx).map_err(internal("cannot build the host object"))?;
             let api: Object =
-                install.call((host, config)).catch(&ctx).map_err(caught("cannot install the prelude"))?;
+                configure.call((host, config)).catch(&ctx).map_err(caught("cannot configure the prelude"))?;
             Ok(Persistent::save(&ctx, api))
         });
         let api = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
 
         // Field by field, the handle first: it must go before the context and runtime.
-        let Fresh { install, context, runtime, heap } = fresh;
-        drop(install);
+        let Fresh { configure, context, runtime, heap } = fresh;
+        drop(configure);
         let mut guest = Guest { api, code: None, context, runtime, budget, heap };
         guest.run_jobs()?;
         let evaluated = guest.budget.segment(|| {
