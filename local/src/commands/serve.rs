@@ -48,11 +48,15 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
     drop(store);
     // Harness entries run `<hub>/bin/capabilities`: keep it pointing at the binary in use.
     crate::install::refresh_link_or_warn(&settings.home);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the server's async runtime")?;
+    // Over stdio one client's messages are read, routed and answered on one thread: runs and
+    // everything else that blocks go to their own threads, and a message handed between two
+    // workers would only add a wake-up to each. HTTP serves many clients at once.
+    let runtime = if http {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    }
+    .context("starting the server's async runtime")?;
     let served = if http {
         runtime.block_on(crate::serve::serve_http(&settings.home, args.port, &args.profile))
     } else {

@@ -48,6 +48,19 @@ fn new_compiler() -> Result<Compiler, String> {
     Ok(Compiler { context, compiles: 0 })
 }
 
+/// Replaces this thread's compiler now if its next compile would replace it, so no compile
+/// pays for starting one; called while the host has nothing else to do.
+pub(crate) fn prepare() -> Result<(), String> {
+    COMPILER.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return Ok(()) };
+        if slot.as_ref().is_none_or(|c| c.compiles >= COMPILES_PER_CONTEXT) {
+            *slot = None;
+            *slot = Some(new_compiler()?);
+        }
+        Ok(())
+    })
+}
+
 /// Compiles `source` as an ES module named `name` and returns its bytecode. Without `debug`
 /// the bytecode carries no line numbers (smaller, faster to load; fine for the prelude, whose
 /// frames are hidden from the guest anyway).

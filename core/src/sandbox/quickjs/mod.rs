@@ -87,11 +87,13 @@ impl QuickJs {
         }
     }
 
-    /// Builds the next attempt's runtime and context and evaluates the prelude in it now, while
-    /// the host has nothing else to do, unless one is waiting already. Only the next attempt on
+    /// Builds the next attempt's runtime and context and installs the prelude in it now, while
+    /// the host has nothing else to do, unless one is waiting already; and this thread's
+    /// compiler, when the next compile would have to replace it. Only the next attempt on
     /// this driver takes it, and no other attempt ever does: every attempt still runs in a
     /// context nothing ran in before.
     pub fn prepare(&self) -> Result<(), String> {
+        compile::prepare()?;
         if self.spare.try_borrow().map_or(true, |spare| spare.is_some()) {
             return Ok(());
         }
