@@ -9,11 +9,13 @@
 // straight call as JSON. The store parent defaults to the system temporary directory; pass
 // /dev/shm to take the disk's syncs out of the picture. Needs `cd node && npm ci`.
 
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { rpc } from "./rpc.mjs";
 
 const [binA, binB, roundsArg, parentArg] = process.argv.slice(2);
 if (!binA || !binB) {
@@ -24,45 +26,6 @@ const rounds = Number(roundsArg ?? 200);
 const parent = parentArg ?? tmpdir();
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const memoryServer = join(repo, "node/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-
-/** A child speaking newline-delimited JSON-RPC. */
-function rpc(command, args, env) {
-  const child = spawn(command, args, { env, stdio: ["pipe", "pipe", "ignore"] });
-  let buffer = "";
-  const waiting = new Map();
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk) => {
-    buffer += chunk;
-    let at;
-    while ((at = buffer.indexOf("\n")) >= 0) {
-      const line = buffer.slice(0, at);
-      buffer = buffer.slice(at + 1);
-      if (!line.trim()) continue;
-      const message = JSON.parse(line);
-      const resolve = waiting.get(message.id);
-      if (resolve) {
-        waiting.delete(message.id);
-        resolve(message);
-      }
-    }
-  });
-  let next = 1;
-  return {
-    request(method, params) {
-      const id = next++;
-      const answer = new Promise((resolve) => waiting.set(id, resolve));
-      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
-      return answer;
-    },
-    notify(method) {
-      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", method }) + "\n");
-    },
-    async close() {
-      child.stdin.end();
-      await new Promise((resolve) => child.once("exit", resolve));
-    },
-  };
-}
 
 const init = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "ab", version: "0" } };
 
