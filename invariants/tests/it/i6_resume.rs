@@ -4,13 +4,14 @@
 //! upstream saw no write twice, and every run record and journal line parses.
 //!
 //! 20 runs per target; `INVARIANTS_LONG=1` (what `cargo xtask invariants --long` would set)
-//! makes it 200.
+//! makes it 200. A second case kills a served hub while a new run's only call is in flight,
+//! when that run's record is still only the first line of its journal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use capabilities_invariants::{Applicability, Home, Kind, Need};
+use capabilities_invariants::{Applicability, Home, Kind, Need, run_ids};
 use serde_json::{Value, json};
 
 use crate::support::{on_each_target, skips, upstream_hub};
@@ -144,3 +145,52 @@ fn resume_never_repeats_a_call(kind: Kind) {
     eprintln!("I6 {}: {total} runs, {kills} kills, outcomes {outcomes:?}, 0 repeated calls", target.name());
 }
 on_each_target!(resume_never_repeats_a_call);
+
+/// A served run's first record is the first line of the journal its hub prepared, not a file:
+/// a hub killed while that run's only call is in flight leaves a run that `hub runs` lists,
+/// whose record comes from that line, and that resumes to a definite end without the call
+/// reaching the upstream again.
+fn a_run_killed_before_its_record_file_resumes_from_its_journal(kind: Kind) {
+    let mut target = kind.start(Home::new());
+    if skips(&*target, "I6", Need::LocalStore) {
+        return;
+    }
+    let upstream = upstream_hub(&mut *target);
+    target.set_rules(json!([{"tool": "up.write", "effect": "allow"}]));
+    // The first run's last record is written with a journal prepared beside it for the next.
+    let warm = target.execute(r#"await up.write({key: "warm"}); return 1"#);
+    assert_eq!(warm["status"], json!("completed"), "{warm}");
+    let before: BTreeSet<String> = run_ids(&target.runs()).into_iter().collect();
+
+    let killer = kill_later(target.pid(), Duration::from_millis(800));
+    let cut = target.execute(r#"await up.write({key: "slow", ms: 4000}); return "done""#);
+    killer.join().unwrap();
+    assert!(cut.get("status").is_none(), "the hub answered before it was killed: {cut}");
+    target.restart();
+
+    let listed = target.runs();
+    let new: Vec<String> = run_ids(&listed).into_iter().filter(|id| !before.contains(id)).collect();
+    assert_eq!(new.len(), 1, "`hub runs` lists the run the client never heard of: {listed}");
+    let run = &new[0];
+    let runs = target.home().join("runs");
+    assert!(!runs.join(format!("{run}.json")).exists(), "{run} has no record file");
+    let journal = std::fs::read_to_string(runs.join(format!("{run}.journal.jsonl"))).unwrap();
+    assert!(journal.starts_with(r#"{"kind":"start","record":{"#), "{journal}");
+    assert!(journal.contains(r#""kind":"call""#), "the call's intent is in the journal: {journal}");
+
+    let mut state = target.resume(run);
+    for _ in 0..20 {
+        if DEFINITE.contains(&state["status"].as_str().unwrap_or("")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        state = target.resume(run);
+    }
+    assert_eq!(state["status"], json!("failed"), "{state}");
+    assert_eq!(state["error"]["code"], json!("outcome_unknown"), "{state}");
+    let calls = upstream.calls();
+    assert_eq!(calls.iter().filter(|c| *c == "write slow").count(), 1, "{calls:?}");
+    let corrupt = corrupt_records(target.home());
+    assert!(corrupt.is_empty(), "{}: corrupt records: {corrupt:?}", target.name());
+}
+on_each_target!(a_run_killed_before_its_record_file_resumes_from_its_journal);
