@@ -47,7 +47,7 @@ impl Store {
         if self.write_behind
             && prepared
             && run.status == RunStatus::Running
-            && self.start_in_journal(run, &path, &journal)?
+            && self.start_in_journal(run, &journal)?
         {
             return Ok(());
         }
@@ -82,10 +82,11 @@ impl Store {
 
     /// Writes a new run's first record as the first line of the journal the store prepared
     /// for it, instead of as `runs/<id>.json`: the first call's synced line makes both durable
-    /// with one sync and no new name. `false` when the run has a record already or its journal
-    /// is not an empty prepared one; the record is then written as usual.
-    fn start_in_journal(&self, run: &RunRecord, path: &Path, journal: &Path) -> Result<bool, StoreError> {
-        if run.attempts != 1 || path.exists() {
+    /// with one sync and no new name. Only for a journal handed out prepared (so its run has no
+    /// record yet); `false` when it is gone or no longer empty, and the record is then written
+    /// as usual.
+    fn start_in_journal(&self, run: &RunRecord, journal: &Path) -> Result<bool, StoreError> {
+        if run.attempts != 1 {
             return Ok(false);
         }
         let _lock = self.run_lock(&run.id, super::lock::RunLock::Journal, true)?;
