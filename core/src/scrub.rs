@@ -92,6 +92,39 @@ impl Scrubber {
         Ok(Scrubber { secrets: count, plain: Forms::new(&plain)?, json: Forms::new(&json)?, numeric })
     }
 
+    /// The scrubber for `secrets`, compiled once and kept for the next run that holds the same
+    /// values: compiling the forms of one secret takes longer than most calls (about 0.1 ms),
+    /// and every call with credentials needs one. The last [`CACHED`] sets are kept; the
+    /// order and repeats of `secrets` do not matter. Errors are not kept.
+    pub fn cached(secrets: impl IntoIterator<Item = impl AsRef<str>>) -> Result<Scrubber, ScrubError> {
+        let mut key: Vec<String> = secrets.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        // Too short a value is reported by its place in the caller's order, before sorting.
+        if let Some((i, short)) = key.iter().enumerate().find(|(_, s)| s.len() < MIN_SECRET_BYTES) {
+            return Err(ScrubError::TooShort { position: i + 1, len: short.len() });
+        }
+        key.sort_unstable();
+        key.dedup();
+        let cache = CACHE.get_or_init(Default::default);
+        {
+            let mut kept = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(at) = kept.iter().position(|(k, _)| *k == key) {
+                let entry = kept.remove(at);
+                let scrubber = entry.1.clone();
+                kept.insert(0, entry);
+                return Ok(scrubber);
+            }
+        }
+        // Compiled outside the lock: another thread may compile the same set meanwhile, and
+        // both results are the same.
+        let scrubber = Scrubber::new(&key)?;
+        let mut kept = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !kept.iter().any(|(k, _)| *k == key) {
+            kept.insert(0, (key, scrubber.clone()));
+            kept.truncate(CACHED);
+        }
+        Ok(scrubber)
+    }
+
     /// How many secrets this scrubber knows.
     pub fn secrets(&self) -> usize {
         self.secrets
@@ -212,6 +245,12 @@ fn free_key(map: &serde_json::Map<String, Value>, key: String) -> String {
     }
     (2..).map(|n| format!("{key} ({n})")).find(|k| !map.contains_key(k)).unwrap_or(key)
 }
+
+/// How many compiled secret sets [`Scrubber::cached`] keeps.
+pub const CACHED: usize = 16;
+
+/// Compiled scrubbers by their sorted secret values, most recently used first.
+static CACHE: std::sync::OnceLock<std::sync::Mutex<Vec<(Vec<String>, Scrubber)>>> = std::sync::OnceLock::new();
 
 /// One set of forms, compiled into a leftmost-longest automaton whose prefilter skips quickly
 /// through text without secrets.
@@ -528,6 +567,28 @@ mod tests {
         assert!(styles.contains(&serde[1..serde.len() - 1]));
         assert!(styles.contains(r#"a\/\u00e9<\"\ud83d\ude00\u0001"#));
         assert!(styles.contains(r#"a/\u00E9\u003C\"\uD83D\uDE00\u0001"#));
+    }
+
+    #[test]
+    fn a_cached_scrubber_is_the_one_for_its_values_in_any_order() {
+        let first = Scrubber::cached(["cache-secret-one", "cache-secret-two"]).unwrap();
+        let again = Scrubber::cached(["cache-secret-two", "cache-secret-one", "cache-secret-two"]).unwrap();
+        for scrubber in [&first, &again] {
+            assert_eq!(scrubber.secrets(), 2);
+            assert_eq!(scrubber.scrub_str("a cache-secret-two b cache-secret-one"), "a [secret] b [secret]");
+        }
+        // Another set is another scrubber, never the one kept for a different set.
+        let other = Scrubber::cached(["cache-secret-one"]).unwrap();
+        assert_eq!(other.scrub_str("cache-secret-two"), "cache-secret-two");
+        // Far more sets than are kept: each still scrubs its own value.
+        for n in 0..CACHED * 2 {
+            let value = format!("cache-value-{n}");
+            assert_eq!(Scrubber::cached([&value]).unwrap().scrub_str(&value), MARKER);
+        }
+        assert_eq!(
+            Scrubber::cached(["long-enough", "abc"]).unwrap_err(),
+            ScrubError::TooShort { position: 2, len: 3 }
+        );
     }
 
     #[test]

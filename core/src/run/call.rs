@@ -416,7 +416,7 @@ impl<'e> AttemptBridge<'e, '_> {
         // A value the scrubber cannot match safely (too short) could come back in a result
         // unscrubbed: refuse the call rather than send it.
         if !credentials.values.is_empty() {
-            if let Err(err) = Scrubber::new(credentials.values.iter().map(|(_, v)| v)) {
+            if let Err(err) = Scrubber::cached(credentials.values.iter().map(|(_, v)| v)) {
                 return Err(GuestReply::Err(failures::credential_unusable(namespace, &err, engine.words)));
             }
         }
@@ -500,7 +500,7 @@ impl<'e> AttemptBridge<'e, '_> {
         };
         let values: Vec<&String> = credentials.values.iter().map(|(_, v)| v).collect();
         if !values.is_empty() {
-            if let Ok(scrubber) = Scrubber::new(values) {
+            if let Ok(scrubber) = Scrubber::cached(values) {
                 match &mut outcome {
                     CallOutcome::Ok { value } => scrubber.scrub_json(value),
                     CallOutcome::Err { failure } => {

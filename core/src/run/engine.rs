@@ -226,7 +226,7 @@ impl Engine<'_> {
         calls: Option<Vec<CallSummary>>,
     ) -> RunReport {
         if !secret_values.is_empty() {
-            match Scrubber::new(&secret_values) {
+            match Scrubber::cached(&secret_values) {
                 Ok(scrubber) => {
                     if let Some(result) = run.output.result.as_mut() {
                         scrubber.scrub_json(result);
