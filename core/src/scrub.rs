@@ -250,7 +250,8 @@ fn free_key(map: &serde_json::Map<String, Value>, key: String) -> String {
 pub const CACHED: usize = 16;
 
 /// Compiled scrubbers by their sorted secret values, most recently used first.
-static CACHE: std::sync::OnceLock<std::sync::Mutex<Vec<(Vec<String>, Scrubber)>>> = std::sync::OnceLock::new();
+type Kept = std::sync::Mutex<Vec<(Vec<String>, Scrubber)>>;
+static CACHE: std::sync::OnceLock<Kept> = std::sync::OnceLock::new();
 
 /// One set of forms, compiled into a leftmost-longest automaton whose prefilter skips quickly
 /// through text without secrets.
