@@ -82,6 +82,30 @@ struct Inner {
     api_client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
 
+thread_local! {
+    /// This thread's client for HTTP API calls made in place, with the connect timeout it was
+    /// built for.
+    static THREAD_CLIENT: std::cell::RefCell<Option<(Duration, reqwest::Client)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A client for HTTP API calls made on this thread's runtime. Its kept-alive connections are
+/// driven by the runtime that opened them, and a run thread drives its runtime only while it
+/// runs, so no other thread may use them: each thread has its own client.
+fn thread_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+    THREAD_CLIENT.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        if let Some((timeout, client)) = kept.as_ref()
+            && *timeout == connect_timeout
+        {
+            return Ok(client.clone());
+        }
+        let client = super::http::api_client(connect_timeout)?;
+        *kept = Some((connect_timeout, client.clone()));
+        Ok(client)
+    })
+}
+
 type SlotKey = (String, Option<String>);
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
 
@@ -252,7 +276,9 @@ impl SourcePool {
         connection.request(namespace, "tools/call", request, timeout).await
     }
 
-    /// Calls one operation of an HTTP API source: a request, no connection to keep.
+    /// Calls one operation of an HTTP API source: a request, no connection to keep. With
+    /// `here`, on a client of this thread's own (see [`thread_client`]), else on the client the
+    /// pool shares, whose connections live on the runtime the pool runs on.
     pub async fn call_operation(
         &self,
         namespace: &str,
@@ -260,6 +286,7 @@ impl SourcePool {
         arguments: &Value,
         credentials: &Credentials,
         timeout: Duration,
+        here: bool,
     ) -> Result<Value, capabilities_core::ports::UpstreamError> {
         use capabilities_core::ports::UpstreamError;
         let spec = lock(&self.inner.specs).get(namespace).cloned();
@@ -269,13 +296,16 @@ impl SourcePool {
                 Some(_) => format!("source `{namespace}` is not an HTTP API, but its tool is an operation"),
             }));
         };
-        let client = self
-            .inner
-            .api_client
-            .get_or_init(|| super::http::api_client(self.inner.options.start_timeout))
-            .as_ref()
-            .map_err(|why| UpstreamError::Unavailable(why.clone()))?;
-        super::openapi::call(client, &api, operation, arguments, credentials, timeout).await
+        let client = if here {
+            thread_client(self.inner.options.start_timeout)
+        } else {
+            self.inner
+                .api_client
+                .get_or_init(|| super::http::api_client(self.inner.options.start_timeout))
+                .clone()
+        }
+        .map_err(UpstreamError::Unavailable)?;
+        super::openapi::call(&client, &api, operation, arguments, credentials, timeout).await
     }
 
     /// How a source is doing, with its stderr tail. `None` for a namespace the pool never saw.

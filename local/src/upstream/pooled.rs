@@ -1,5 +1,6 @@
-//! The pooled upstream: the core's `Upstream` port over a [`SourcePool`], each call driven on
-//! the long-lived runtime the sources' connections live on, whatever runtime the run uses.
+//! The pooled upstream: the core's `Upstream` port over a [`SourcePool`]. A call to an MCP
+//! source is driven on the long-lived runtime the sources' connections live on, whatever
+//! runtime the run uses; a request to an HTTP API is made on the run's own runtime.
 
 use std::time::Duration;
 
@@ -34,8 +35,16 @@ impl Upstream for PooledUpstream {
         let credentials = request.credentials.clone();
         let timeout = Duration::from_millis(request.timeout_ms);
         if let Some(operation) = request.http.cloned() {
+            // A request shares no connection with other runs: on a run thread's own runtime it
+            // is made right there, without a hop to the pool's runtime and back (two thread
+            // wake-ups: about 0.2 ms of a call to an API on loopback).
+            if tokio::runtime::Handle::try_current().is_ok() {
+                return Box::pin(async move {
+                    pool.call_operation(&namespace, &operation, &arguments, &credentials, timeout, true).await
+                });
+            }
             let task = self.handle.spawn(async move {
-                pool.call_operation(&namespace, &operation, &arguments, &credentials, timeout).await
+                pool.call_operation(&namespace, &operation, &arguments, &credentials, timeout, false).await
             });
             return Box::pin(async move {
                 task.await.unwrap_or_else(|err| {
