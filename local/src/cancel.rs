@@ -5,7 +5,8 @@
 //! was in flight stays journaled without an outcome, so it is never sent again.
 //!
 //! One watcher thread per process looks for the markers of the attempts running in it every
-//! [`POLL`]; it sleeps while none runs.
+//! [`POLL`]. When none has run for [`LINGER`] it sleeps until one starts; in between, a new
+//! attempt need not wake it (a thread wake-up costs a short run more than the watch itself).
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -21,6 +22,10 @@ use capabilities_core::sandbox::quickjs::QuickJs;
 
 /// How often the watcher looks for markers.
 pub const POLL: Duration = Duration::from_millis(100);
+
+/// How long the watcher keeps polling after the last attempt ended before it sleeps until the
+/// next one starts.
+pub const LINGER: Duration = Duration::from_secs(10);
 
 /// The marker that asks for run `run_id` to stop, in the store at `root`.
 pub fn marker(root: &Path, run_id: &RunId) -> PathBuf {
@@ -86,6 +91,8 @@ struct Running {
     next: u64,
     /// Each attempt's watch id, the marker that cancels it, and its driver's flag.
     watched: Vec<(u64, PathBuf, Arc<Cancel>)>,
+    /// The watcher sleeps until an attempt starts (else it looks again within [`POLL`]).
+    parked: bool,
 }
 
 fn watcher() -> &'static Watcher {
@@ -105,12 +112,23 @@ fn watcher() -> &'static Watcher {
 
 fn watch_loop(watcher: &'static Watcher) {
     let Ok(mut attempts) = watcher.attempts.lock() else { return };
+    let mut idle_since: Option<std::time::Instant> = None;
     loop {
-        while attempts.watched.is_empty() {
-            attempts = match watcher.wake.wait(attempts) {
-                Ok(guard) => guard,
-                Err(_) => return,
-            };
+        if attempts.watched.is_empty() {
+            let since = *idle_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() >= LINGER {
+                attempts.parked = true;
+                while attempts.watched.is_empty() {
+                    attempts = match watcher.wake.wait(attempts) {
+                        Ok(guard) => guard,
+                        Err(_) => return,
+                    };
+                }
+                attempts.parked = false;
+            }
+        }
+        if !attempts.watched.is_empty() {
+            idle_since = None;
         }
         for (_, marker, flag) in &attempts.watched {
             if !flag.is_cancelled() && marker.exists() {
@@ -131,16 +149,19 @@ impl Watch {
             flag.cancel();
         }
         let watcher = watcher();
-        let id = match watcher.attempts.lock() {
+        let (id, parked) = match watcher.attempts.lock() {
             Ok(mut attempts) => {
                 attempts.next += 1;
                 let id = attempts.next;
                 attempts.watched.push((id, marker, Arc::clone(&flag)));
-                id
+                (id, attempts.parked)
             }
-            Err(_) => 0,
+            Err(_) => (0, true),
         };
-        watcher.wake.notify_all();
+        // A watcher still polling finds this attempt within `POLL` without being woken.
+        if parked {
+            watcher.wake.notify_all();
+        }
         Watch { id, flag }
     }
 

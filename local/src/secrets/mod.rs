@@ -101,6 +101,20 @@ fn warn_once(line: &str) {
     SAID.call_once(|| eprintln!("{line}"));
 }
 
+/// What `auto` chose in this process. The keychain crate connects once per process, so the
+/// choice does not change while it runs.
+static AUTO_CHOICE: OnceLock<StoreKind> = OnceLock::new();
+
+/// Whether reading a value is a read of the file, which never waits on another process, rather
+/// than a keychain round trip: then a run reads it on its own thread.
+fn reads_file() -> bool {
+    match std::env::var(KEYCHAIN_ENV).unwrap_or_default().trim() {
+        "file" => true,
+        "" | "auto" => AUTO_CHOICE.get() == Some(&StoreKind::File),
+        _ => false,
+    }
+}
+
 /// An open secret store: the keychain, or the fallback file.
 #[derive(Debug)]
 pub struct SecretStore {
@@ -119,8 +133,12 @@ impl SecretStore {
         let choice = std::env::var(KEYCHAIN_ENV).unwrap_or_default();
         let backend = match choice.trim() {
             "" | "auto" => match keychain::available() {
-                Ok(()) => Backend::Keychain,
+                Ok(()) => {
+                    let _ = AUTO_CHOICE.set(StoreKind::Keychain);
+                    Backend::Keychain
+                }
                 Err(_) => {
+                    let _ = AUTO_CHOICE.set(StoreKind::File);
                     let file = file::FileStore::new(store);
                     warn_once(&format!(
                         "warning: no OS keychain is reachable, so secrets are kept in {} (mode 600); \
@@ -349,7 +367,11 @@ impl Secrets for LocalSecrets {
             if !self.reads_store(&namespace, connection.as_deref()) {
                 return self.lookup(&namespace, connection.as_deref());
             }
-            // Keychain calls block (D-Bus round trips): keep them off the run's thread.
+            // Keychain calls block (D-Bus round trips): keep them off the run's thread. The
+            // file is read in place: a hop to another thread and back would cost more.
+            if reads_file() {
+                return self.lookup(&namespace, connection.as_deref());
+            }
             self.blocking(move |this| this.lookup(&namespace, connection.as_deref())).await
         })
     }
