@@ -10,7 +10,8 @@
 //!   `(execute_100_calls - execute_return_1) / 100`.
 //! - `prepared/…`: the same, with the next attempt's runtime, context and installed prelude
 //!   made off the clock (`QuickJs::prepare`), as `hub serve` does after each answer: what a
-//!   served run waits for.
+//!   served run waits for. `prepared/sandbox_return_1_1223_tools` is the floor for a hub as
+//!   large as GitHub's API: what the size of the catalog adds to every attempt.
 // The bench plays the native host, which owns the sandbox's compute clock.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
@@ -68,14 +69,16 @@ fn bench(c: &mut Criterion) {
     let clock = ManualClock::at(1_700_000_000_000);
     let entropy = CountingEntropy::default();
 
-    let floor = || {
+    // A hub as large as GitHub's API description: 1,223 tools.
+    let large = vec![GuestNamespace {
+        name: "github".into(),
+        tools: (0..1223).map(|i| format!("reposGetContentOfSomething{i}")).collect(),
+    }];
+    let floor_with = |namespaces: &Vec<GuestNamespace>| {
         let attempt = Attempt {
             run_id: "run_0000000000000001".to_owned(),
             body: "return 1".to_owned(),
-            namespaces: vec![GuestNamespace {
-                name: "notes".into(),
-                tools: vec!["list".into(), "add".into()],
-            }],
+            namespaces: namespaces.clone(),
             seed: 1,
             clock_origin_ms: 0.0,
             limits: Limits::DEFAULT,
@@ -85,6 +88,8 @@ fn bench(c: &mut Criterion) {
         assert!(matches!(report.end, AttemptEnd::Completed(Some(_))), "{:?}", report.end);
         report
     };
+    let small = vec![GuestNamespace { name: "notes".into(), tools: vec!["list".into(), "add".into()] }];
+    let floor = || floor_with(&small);
     // A fresh store per run, so runs and journals do not pile up across iterations.
     let execute = |code: &str| {
         let store = MemoryStore::default();
@@ -142,6 +147,19 @@ fn bench(c: &mut Criterion) {
                 sandbox.prepare().expect("a prepared guest");
                 let start = Instant::now();
                 black_box(floor());
+                took += start.elapsed();
+            }
+            took
+        })
+    });
+    // What a hub's size adds to every attempt: the guest learns each namespace's tools.
+    group.bench_function("prepared/sandbox_return_1_1223_tools", |b| {
+        b.iter_custom(|iters| {
+            let mut took = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                sandbox.prepare().expect("a prepared guest");
+                let start = Instant::now();
+                black_box(floor_with(&large));
                 took += start.elapsed();
             }
             took

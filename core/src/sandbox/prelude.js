@@ -12,8 +12,8 @@
 //     the guest can reach when given a primitive.
 // `install` builds everything that is the same for every attempt and returns `configure`,
 // so a host can run it ahead, while idle, in a context no attempt has used yet. The attempt
-// then calls `configure` once with its host functions (call, lookup, log) and its
-// configuration (namespaces, seed, clock, budgets), and gets back the handful the driver
+// then calls `configure` once with its host functions (call, lookup, log, tools) and its
+// configuration (namespace names, seed, clock, budgets), and gets back the handful the driver
 // needs; none of them is ever reachable from a global.
 
 let installed = false;
@@ -136,6 +136,7 @@ export function install() {
   let hostCall;
   let hostLookup;
   let hostLog;
+  let hostTools;
 
   // Internal lists: arrays without a prototype (no inherited index setter can fire), filled
   // by assignment and joined with the captured Array.prototype.join.
@@ -1025,16 +1026,22 @@ export function install() {
   });
   defineFixedGlobal("hub", hub);
 
-  // Each namespace is a fixed global whose object is built on first use: a hub may hold
-  // hundreds of tools, and an attempt touches few of them. Defined by `configure`.
-  const defineNamespaces = (namespaces) => {
-    for (let i = 0; i < namespaces.length; i++) {
-      const ns = namespaces[i];
-      const name = ns.name;
-      const tools = list();
-      for (let j = 0; j < ns.tools.length; j++) push(tools, ns.tools[j]);
+  // Each namespace is a fixed global whose object, and the list of its tools, are built on first
+  // use: a hub may hold thousands of tools, and an attempt touches few of them. Defined by
+  // `configure` from the namespaces' names; the host gives a namespace's tools when asked.
+  const defineNamespaces = (names) => {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
       let made;
-      const get = named(name, () => (made === undefined ? (made = makeNamespace(name, tools)) : made));
+      const make = () => {
+        // JSON text, parsed with the captured parser: an array built by the host would be
+        // filled through whatever index setters the guest put on Array.prototype.
+        const given = JSONParse(hostTools(name));
+        const tools = list();
+        for (let j = 0; j < given.length; j++) push(tools, given[j]);
+        return makeNamespace(name, tools);
+      };
+      const get = named(name, () => (made === undefined ? (made = make()) : made));
       const existing = getOwnPropertyDescriptor(G, name);
       if (existing !== undefined && existing.configurable) delete G[name];
       defineProperty(G, name, { __proto__: null, get, set: undefined, enumerable: false, configurable: false });
@@ -1534,6 +1541,7 @@ export function install() {
     hostCall = host.call;
     hostLookup = host.lookup;
     hostLog = host.log;
+    hostTools = host.tools;
     const config = JSONParse(configText);
     originMs = +config.clockOriginMs;
     clockMs = originMs;

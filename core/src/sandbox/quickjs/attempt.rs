@@ -124,11 +124,11 @@ impl SpentGuests {
 /// Runs one attempt to its end.
 pub(crate) async fn run(
     budget: Budget,
-    attempt: Attempt,
+    mut attempt: Attempt,
     bridge: &dyn Bridge,
     lifecycle: Lifecycle,
 ) -> AttemptReport {
-    let host = GuestBridge::new(attempt.log_budget_bytes);
+    let host = GuestBridge::new(attempt.log_budget_bytes, std::mem::take(&mut attempt.namespaces));
     let mut calls_issued = 0;
     let end = match Guest::start(Rc::new(budget), &attempt, &host, lifecycle.fresh) {
         Ok(guest) => guest.drive(&host, bridge, &mut calls_issued, lifecycle.spent.as_deref()).await,
@@ -204,7 +204,7 @@ impl Guest {
             },
         )?;
         let config = json!({
-            "namespaces": attempt.namespaces,
+            "namespaces": host.namespace_names(),
             "seed": seed_words(attempt.seed),
             "clockOriginMs": attempt.clock_origin_ms,
             "maxTimeoutMs": attempt.limits.max_timeout_ms,

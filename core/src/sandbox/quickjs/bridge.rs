@@ -1,5 +1,5 @@
-//! The host end of the prelude: the three functions handed to `install` (tool calls, hub
-//! lookups, console lines) and the state they fill for the driver loop.
+//! The host end of the prelude: the functions handed to `configure` (tool calls, hub lookups,
+//! console lines, a namespace's tools) and the state they fill for the driver loop.
 //!
 //! None of them does anything but record: a call or lookup becomes a [`GuestRequest`] the driver
 //! forwards to the [`crate::sandbox::Bridge`] between JavaScript segments, so no host code
@@ -11,7 +11,7 @@ use std::rc::Rc;
 use rquickjs::{Ctx, Exception, Function, Object};
 use serde_json::Value;
 
-use crate::sandbox::GuestCall;
+use crate::sandbox::{GuestCall, GuestNamespace};
 
 /// A lookup the guest made with `hub.search`, `hub.describe`, `hub.read` or `hub.skill`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +63,8 @@ impl Logs {
 /// State the host functions share with the driver.
 #[derive(Debug)]
 pub(crate) struct GuestBridge {
+    /// The attempt's namespaces and their tools, handed to the guest one namespace at a time.
+    namespaces: Vec<GuestNamespace>,
     requests: RefCell<Vec<GuestRequest>>,
     next_ticket: Cell<u32>,
     next_seq: Cell<u32>,
@@ -70,13 +72,19 @@ pub(crate) struct GuestBridge {
 }
 
 impl GuestBridge {
-    pub(crate) fn new(log_budget_bytes: usize) -> Rc<GuestBridge> {
+    pub(crate) fn new(log_budget_bytes: usize, namespaces: Vec<GuestNamespace>) -> Rc<GuestBridge> {
         Rc::new(GuestBridge {
+            namespaces,
             requests: RefCell::new(Vec::new()),
             next_ticket: Cell::new(0),
             next_seq: Cell::new(0),
             logs: RefCell::new(Logs { remaining: log_budget_bytes, ..Logs::default() }),
         })
+    }
+
+    /// The namespaces' names, for the prelude's configuration.
+    pub(crate) fn namespace_names(&self) -> Vec<&str> {
+        self.namespaces.iter().map(|ns| ns.name.as_str()).collect()
     }
 
     /// Requests made since the last call, in the order the guest made them.
@@ -94,7 +102,7 @@ impl GuestBridge {
         ticket
     }
 
-    /// The object handed to the prelude's `install`: `{ call, lookup, log }`.
+    /// The object handed to the prelude's `configure`: `{ call, lookup, log, tools }`.
     pub(crate) fn object<'js>(self: &Rc<Self>, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
         let host = Object::new(ctx.clone())?;
 
@@ -140,6 +148,15 @@ impl GuestBridge {
             this.logs.borrow_mut().push(&line) as f64
         })?;
         host.set("log", log)?;
+
+        // A namespace's tool names, asked once, the first time the guest uses that namespace.
+        let this = Rc::clone(self);
+        // JSON text: the guest's realm may have tampered with how arrays are filled.
+        let tools = Function::new(ctx.clone(), move |name: String| -> String {
+            let tools = this.namespaces.iter().find(|ns| ns.name == name).map(|ns| ns.tools.as_slice());
+            serde_json::to_string(tools.unwrap_or_default()).unwrap_or_else(|_| "[]".to_owned())
+        })?;
+        host.set("tools", tools)?;
 
         Ok(host)
     }
