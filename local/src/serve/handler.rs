@@ -94,9 +94,12 @@ impl HubServer {
     pub(super) fn host(&self) -> Result<Arc<Host>> {
         let mut cached = self.host.lock().map_err(|_| anyhow::anyhow!("the hub's state is poisoned"))?;
         let stamp = config_stamp_after(&self.home, cached.as_ref().map(|(seen, _)| seen));
-        if let Some((seen, host)) = cached.as_ref()
+        if let Some((seen, host)) = cached.as_mut()
             && *seen == stamp
         {
+            // The same configuration, but keep the new stamp: a directory that has settled
+            // since is then stamped record by record instead of listed on every call.
+            *seen = stamp;
             return Ok(Arc::clone(host));
         }
         let host = Arc::new(Host::open_for_server(&self.home, &self.profile)?);
