@@ -7,7 +7,8 @@
 // `tools/call read_graph` straight to the memory server, rotating which goes first, so the
 // machine's moods fall on all three alike. Prints the medians and each build's ratio to the
 // straight call as JSON. The store parent defaults to the system temporary directory; pass
-// /dev/shm to take the disk's syncs out of the picture. Needs `cd node && npm ci`.
+// /dev/shm to take the disk's syncs out of the picture; GAP_MS=5 spaces the steps (see below).
+// Needs `cd node && npm ci`.
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, chmodSync } from "node:fs";
@@ -64,8 +65,14 @@ const steps = {
 const orders = [["a", "b", "straight"], ["b", "straight", "a"], ["straight", "a", "b"]];
 const took = { a: [], b: [], straight: [] };
 const warmUp = 10;
+// After answering, a hub frees the spent guest and prepares the next one; back to back, that
+// work lands on the next step's clock. GAP_MS=<ms> spaces the steps, as an agent's calls are
+// spaced: each then meets idle cores, whose wake-ups cost more.
+const gapMs = Number(process.env.GAP_MS ?? 0);
+const gap = () => (gapMs > 0 ? new Promise((resolve) => setTimeout(resolve, gapMs)) : Promise.resolve());
 for (let i = 0; i < rounds + warmUp; i++) {
   for (const step of orders[i % orders.length]) {
+    await gap();
     const start = process.hrtime.bigint();
     await steps[step]();
     if (i >= warmUp) took[step].push(Number(process.hrtime.bigint() - start) / 1e6);
