@@ -124,51 +124,36 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("execute_100_calls", |b| b.iter(|| black_box(execute(hundred))));
     // Each iteration's guest is prepared before its clock starts.
-    let prepared = |code: &'static str| {
-        let execute = &execute;
-        let sandbox = &sandbox;
-        move |b: &mut criterion::Bencher<'_>| {
-            b.iter_custom(|iters| {
-                let mut took = std::time::Duration::ZERO;
-                for _ in 0..iters {
-                    sandbox.prepare().expect("a prepared guest");
-                    let start = Instant::now();
-                    black_box(execute(code));
-                    took += start.elapsed();
-                }
-                took
-            })
-        }
-    };
+    let sandbox = &sandbox;
+    let run = |code: &'static str| move || drop(black_box(execute(code)));
     group.bench_function("prepared/sandbox_return_1", |b| {
-        b.iter_custom(|iters| {
-            let mut took = std::time::Duration::ZERO;
-            for _ in 0..iters {
-                sandbox.prepare().expect("a prepared guest");
-                let start = Instant::now();
-                black_box(floor());
-                took += start.elapsed();
-            }
-            took
-        })
+        after_prepare(sandbox, b, || drop(black_box(floor())))
     });
     // What a hub's size adds to every attempt: the guest learns each namespace's tools.
     group.bench_function("prepared/sandbox_return_1_1223_tools", |b| {
-        b.iter_custom(|iters| {
-            let mut took = std::time::Duration::ZERO;
-            for _ in 0..iters {
-                sandbox.prepare().expect("a prepared guest");
-                let start = Instant::now();
-                black_box(floor_with(&large));
-                took += start.elapsed();
-            }
-            took
-        })
+        after_prepare(sandbox, b, || drop(black_box(floor_with(&large))))
     });
-    group.bench_function("prepared/execute_return_1", prepared("return 1"));
-    group.bench_function("prepared/execute_one_call", prepared("return await notes.list({ q: 'a' })"));
-    group.bench_function("prepared/execute_100_calls", prepared(hundred));
+    group.bench_function("prepared/execute_return_1", |b| after_prepare(sandbox, b, run("return 1")));
+    group.bench_function("prepared/execute_one_call", |b| {
+        after_prepare(sandbox, b, run("return await notes.list({ q: 'a' })"))
+    });
+    group.bench_function("prepared/execute_100_calls", |b| after_prepare(sandbox, b, run(hundred)));
     group.finish();
+}
+
+/// Times `run` only, each time with the next guest prepared before the clock starts, as
+/// `hub serve` prepares it after each answer.
+fn after_prepare(sandbox: &QuickJs, b: &mut criterion::Bencher<'_>, run: impl Fn()) {
+    b.iter_custom(|iters| {
+        let mut took = std::time::Duration::ZERO;
+        for _ in 0..iters {
+            sandbox.prepare().expect("a prepared guest");
+            let start = Instant::now();
+            run();
+            took += start.elapsed();
+        }
+        took
+    })
 }
 
 criterion_group!(benches, bench);
