@@ -129,7 +129,12 @@ impl Engine<'_> {
     }
 
     async fn attempt(&self, mut run: RunRecord) -> RunReport {
-        let journal = match self.store.read_journal(&run.id).await {
+        // Only attempts write journal lines: a run before its first has none to read.
+        let entries = match run.attempts {
+            0 => Ok(Vec::new()),
+            _ => self.store.read_journal(&run.id).await,
+        };
+        let journal = match entries {
             Ok(entries) => fold_journal(&entries),
             Err(err) => return store_failed(&run.id, &err),
         };
