@@ -9,6 +9,9 @@ use crate::error::{Exit, UsageError};
 use crate::serve::http::DEFAULT_PORT;
 use crate::settings::Settings;
 
+/// How long an idle run thread, with its prepared guest, is kept for the next call.
+const RUN_THREAD_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Speak MCP on stdin and stdout (how agents start the hub).
@@ -51,12 +54,23 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
     // Over stdio one client's messages are read, routed and answered on one thread: runs and
     // everything else that blocks go to their own threads, and a message handed between two
     // workers would only add a wake-up to each. HTTP serves many clients at once.
-    let runtime = if http {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+    //
+    // A run thread keeps what makes the next run fast: its runtime, the next guest prepared
+    // after each answer, its HTTP client and kept-alive connections. Tokio ends an idle blocking
+    // thread after ten seconds, and an agent's calls are often further apart than that, so the
+    // hub keeps them for `RUN_THREAD_IDLE`.
+    let mut builder = if http {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
     } else {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
-    }
-    .context("starting the server's async runtime")?;
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = builder
+        .enable_all()
+        .thread_keep_alive(RUN_THREAD_IDLE)
+        .build()
+        .context("starting the server's async runtime")?;
     let served = if http {
         runtime.block_on(crate::serve::serve_http(&settings.home, args.port, &args.profile))
     } else {
