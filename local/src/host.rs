@@ -41,6 +41,8 @@ pub struct Host {
     profile: String,
     /// The profile's tools under their direct-mode names, when it is in direct mode.
     direct: Option<Direct>,
+    /// The sources' credentials, with the secret store once a run has opened it.
+    secrets: LocalSecrets,
     /// Sources' connections live on this runtime, so they outlive each run's own runtime.
     sources_runtime: Option<tokio::runtime::Runtime>,
 }
@@ -124,7 +126,9 @@ impl Host {
         let upstream = PooledUpstream::new(pool, sources_runtime.handle().clone());
         let direct = profile.direct(&surface).map(|tools| Direct::new(&surface, tools));
         let profile = profile.name;
+        let secrets = LocalSecrets::new(&config, &store);
         Ok(Host {
+            secrets,
             store,
             config,
             surface,
@@ -236,7 +240,6 @@ impl Host {
         op: Op<'_>,
         limits: Limits,
     ) -> Result<Envelope> {
-        let secrets = LocalSecrets::new(&self.config, &self.store);
         // A person may cancel a running attempt from another process (`hub cancel`).
         let sandbox = Watched::new(sandbox, self.store.root());
         let engine = Engine {
@@ -245,7 +248,7 @@ impl Host {
             lookup: &self.surface,
             sandbox: &sandbox,
             upstream: &self.upstream,
-            secrets: &secrets,
+            secrets: &self.secrets,
             store: &self.store,
             blobs: &self.store,
             clock: &SystemClock,

@@ -244,7 +244,9 @@ fn unavailable(key: &SlotKey<'_>, why: String) -> SecretsError {
 pub struct LocalSecrets {
     sources: Arc<Vec<(String, ConnectionsRecord)>>,
     store: Store,
-    opened: Arc<OnceLock<Result<SecretStore, SecretsError>>>,
+    /// Kept once it opens: a store that would not open (no keychain yet) is tried again by
+    /// the next lookup.
+    opened: Arc<OnceLock<SecretStore>>,
 }
 
 impl LocalSecrets {
@@ -324,10 +326,11 @@ impl LocalSecrets {
 
     /// The secret store, opened on first use (blocking).
     fn store(&self) -> Result<&SecretStore, SecretsError> {
-        match self.opened.get_or_init(|| SecretStore::open(&self.store)) {
-            Ok(store) => Ok(store),
-            Err(err) => Err(err.clone()),
+        if let Some(store) = self.opened.get() {
+            return Ok(store);
         }
+        let store = SecretStore::open(&self.store)?;
+        Ok(self.opened.get_or_init(|| store))
     }
 
     /// Runs `work` off the run's thread when a runtime is there: keychain calls and lock files
