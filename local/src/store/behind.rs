@@ -54,13 +54,17 @@ pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
             let rx = std::sync::Arc::clone(&rx);
             let started =
                 std::thread::Builder::new().name("capabilities-records".to_owned()).spawn(move || {
+                    // A writer waits for its next record at the idle class, so handing one over
+                    // never costs the run its core, and writes it at the normal class, so a
+                    // record it has started is not stalled behind busy threads while readers
+                    // wait on its lock.
                     loop {
-                        waiting(true);
+                        crate::background::set(true);
                         let next = match rx.lock() {
                             Ok(rx) => rx.recv(),
                             Err(_) => return,
                         };
-                        waiting(false);
+                        crate::background::set(false);
                         match next {
                             Ok(write) => put_in_place(write),
                             Err(_) => return,
@@ -90,27 +94,6 @@ pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
     finish_one();
     written.map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
 }
-
-/// A writer waits for its next record at the idle scheduling class and writes it at the
-/// normal one. Woken at the normal class, it took the core of the run that handed it the
-/// record (the scheduler favours a thread just woken): 60 µs of a one-call run's time went to
-/// the writer's work before the run could answer. Idle, it waits for a free core instead (on
-/// a busy machine the kernel still gives it a small share, so it cannot wait for ever); once
-/// it runs it is normal again, so a record it has started is not stalled behind busy threads
-/// while readers wait on its lock.
-#[cfg(target_os = "linux")]
-fn waiting(idle: bool) {
-    use nix::libc;
-    let policy = if idle { libc::SCHED_IDLE } else { libc::SCHED_OTHER };
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid `sched_param` that outlives the call, and pid 0 names the
-    // calling thread; the call reads nothing else. Should it fail, the thread keeps its class.
-    #[allow(unsafe_code)]
-    let _ = unsafe { libc::sched_setscheduler(0, policy, &param) };
-}
-
-#[cfg(not(target_os = "linux"))]
-fn waiting(_idle: bool) {}
 
 fn put_in_place(write: WriteBehind) {
     let WriteBehind { path, journal, bytes, locks, prepare } = write;
