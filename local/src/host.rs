@@ -334,17 +334,13 @@ fn new_sandbox() -> QuickJs {
 /// Work for a thread that has just handed over a run's answer: it frees the runtime of the
 /// attempt that ended and prepares the next attempt's, so neither costs the next run. Does
 /// nothing on a thread that never ran code.
-/// It runs at the idle scheduling class ([`crate::background`]): the answer it has just handed
-/// over still has to reach the client, through threads that must not wait for this work.
 pub fn after_answer() {
     SANDBOX.with(|sandbox| {
         if let Some(sandbox) = sandbox.get() {
-            crate::background::set(true);
             sandbox.free_spent();
             if let Err(err) = sandbox.prepare() {
                 warn(&err);
             }
-            crate::background::set(false);
         }
     });
 }

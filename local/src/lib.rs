@@ -1,7 +1,6 @@
 //! The local hub: the native adapters of `capabilities-core`'s ports (file store, keychain, MCP
 //! sources, the QuickJS sandbox on a thread of its own) and the `capabilities` CLI over them.
 
-pub(crate) mod background;
 pub mod cancel;
 pub mod cli;
 pub mod commands;

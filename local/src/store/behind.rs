@@ -54,17 +54,11 @@ pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
             let rx = std::sync::Arc::clone(&rx);
             let started =
                 std::thread::Builder::new().name("capabilities-records".to_owned()).spawn(move || {
-                    // A writer waits for its next record at the idle class, so handing one over
-                    // never costs the run its core, and writes it at the normal class, so a
-                    // record it has started is not stalled behind busy threads while readers
-                    // wait on its lock.
                     loop {
-                        crate::background::set(true);
                         let next = match rx.lock() {
                             Ok(rx) => rx.recv(),
                             Err(_) => return,
                         };
-                        crate::background::set(false);
                         match next {
                             Ok(write) => put_in_place(write),
                             Err(_) => return,
