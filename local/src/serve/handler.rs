@@ -285,7 +285,10 @@ pub(super) async fn on_own_thread<T: Send + 'static>(
 ) -> Result<T> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     let task = tokio::task::spawn_blocking(move || {
+        // The run's last record goes to the writer threads once the answer has left.
+        let records = crate::store::answer_first();
         let _ = answer.send(work());
+        drop(records);
         crate::host::after_answer();
     });
     match answered.await {

@@ -60,6 +60,8 @@ impl Store {
         which: RunLock,
         exclusive: bool,
     ) -> Result<RecordLock, StoreError> {
+        // A record this thread holds back may hold the lock it is about to wait for.
+        super::behind::release_held();
         let path = self.journal_path(id)?;
         let opened = OpenOptions::new()
             .read(true)

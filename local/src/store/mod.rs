@@ -23,6 +23,9 @@
 //!    stopped in between leaves a run that resumes by replay, repeating no call.
 //! 4. A record waiting for a person is written in line, as is the first record of a run that
 //!    ends before it starts.
+//! 5. A server's run thread holds the records it hands over until its answer has left
+//!    (`answer_first`), so no writer wakes and takes its core meanwhile. Held records keep their
+//!    locks as in 1., and the thread hands them over before it waits on any run's lock.
 //!
 //! A server also keeps journals ready for runs not started yet: the writer threads create an
 //! empty `runs/<id>.journal.jsonl` beside a record they put in place, so the directory sync
@@ -48,7 +51,7 @@ use anyhow::{Context, Result};
 use capabilities_core::ports::StoreError;
 use serde::{Deserialize, Serialize};
 
-pub use self::behind::wait_for_writes;
+pub use self::behind::{AnswerFirst, answer_first, wait_for_writes};
 pub use self::lock::RecordLock;
 pub use self::runs::is_run_id;
 use crate::platform::{now_ms, random_bytes};

@@ -515,6 +515,42 @@ mod tests {
     }
 
     #[test]
+    fn a_record_held_until_the_answer_is_handed_over_then_and_read_on_its_thread_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.write_records_behind();
+        let id = "run_00000000000000c3";
+        let record = store.root.join("runs").join(format!("{id}.json"));
+        store.save_run_sync(&run(id, RunStatus::Running)).unwrap();
+        crate::store::wait_for_writes();
+
+        // Held: the last record stays off the disk, and other threads wait for it.
+        let held = crate::store::answer_first();
+        store.save_run_sync(&run(id, RunStatus::Completed)).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(fs::read_to_string(&record).unwrap().contains("\"running\""), "the held record was written");
+        let reader = {
+            let store = store.clone();
+            std::thread::spawn(move || store.load_run_sync(id).unwrap().unwrap().status)
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!reader.is_finished(), "another thread read the run before its record was in place");
+        drop(held);
+        assert_eq!(reader.join().unwrap(), RunStatus::Completed);
+
+        // Held, then read on the same thread: handed over first, so the read does not wait for
+        // ever on the lock the held record keeps.
+        let held = crate::store::answer_first();
+        let mut failed = run(id, RunStatus::Failed);
+        failed.attempts = 2;
+        store.save_run_sync(&failed).unwrap();
+        assert_eq!(store.load_run_sync(id).unwrap().unwrap().status, RunStatus::Failed);
+        drop(held);
+        crate::store::wait_for_writes();
+        assert!(fs::read_to_string(&record).unwrap().contains("\"failed\""));
+    }
+
+    #[test]
     fn pruning_removes_an_old_runs_lock_files_and_keeps_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
