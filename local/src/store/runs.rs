@@ -438,6 +438,14 @@ mod tests {
         File::options().write(true).open(path).unwrap().set_modified(when).unwrap();
     }
 
+    /// A store as a server opens it: records written behind.
+    fn server_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path()).unwrap();
+        store.write_records_behind();
+        (dir, store)
+    }
+
     fn run(id: &str, status: RunStatus) -> RunRecord {
         RunRecord {
             id: RunId::parse(id).unwrap(),
@@ -460,9 +468,7 @@ mod tests {
 
     #[test]
     fn a_new_runs_first_record_is_the_first_line_of_its_prepared_journal() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
-        store.write_records_behind();
+        let (_dir, store) = server_store();
         let runs = store.root.join("runs");
         // What the writer threads do after a run's last record: an empty journal, kept for later.
         let journal = runs.join("run_00000000000000c1.journal.jsonl");
@@ -504,9 +510,7 @@ mod tests {
 
     #[test]
     fn a_journal_not_prepared_never_takes_the_first_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
-        store.write_records_behind();
+        let (_dir, store) = server_store();
         let id = "run_00000000000000c2";
         store.save_run_sync(&run(id, RunStatus::Running)).unwrap();
         crate::store::wait_for_writes();
@@ -516,9 +520,7 @@ mod tests {
 
     #[test]
     fn a_record_held_until_the_answer_is_handed_over_then_and_read_on_its_thread_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path()).unwrap();
-        store.write_records_behind();
+        let (_dir, store) = server_store();
         let id = "run_00000000000000c3";
         let record = store.root.join("runs").join(format!("{id}.json"));
         store.save_run_sync(&run(id, RunStatus::Running)).unwrap();
