@@ -48,7 +48,7 @@ impl Store {
             .open(&path)
             .map_err(|e| io_error(&path, e))?;
         file.lock().map_err(|e| io_error(&path, e))?;
-        Ok(RecordLock { _file: Some(file) })
+        Ok(RecordLock { _file: Some(file), journal: false })
     }
 
     /// Takes one of run `id`'s locks. An exclusive one makes the journal when it is missing (a
@@ -73,7 +73,7 @@ impl Store {
         let file = match opened {
             Ok(file) => file,
             Err(err) if !exclusive && err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(RecordLock { _file: None });
+                return Ok(RecordLock { _file: None, journal: false });
             }
             Err(err) => return Err(io_error(&path, err)),
         };
@@ -87,7 +87,7 @@ impl Store {
             file
         };
         lock_range(&file, RUN_LOCKS_AT + which as i64, exclusive).map_err(|e| io_error(&path, e))?;
-        Ok(RecordLock { _file: Some(file) })
+        Ok(RecordLock { _file: Some(file), journal: cfg!(any(target_os = "linux", target_os = "android")) })
     }
 
     /// The lock a write left to the writer threads holds until its record is in place.
@@ -130,6 +130,17 @@ fn lock_range(_file: &File, _offset: i64, _exclusive: bool) -> std::io::Result<(
 #[derive(Debug)]
 pub struct RecordLock {
     _file: Option<File>,
+    /// Whether `_file` is the run's journal (a run's lock on Linux), not a lock file.
+    journal: bool,
+}
+
+impl RecordLock {
+    /// The run's journal, open read and write, when this is one of its locks and the lock is a
+    /// range of the journal itself (Linux): an append under the journal's lock needs no other
+    /// open.
+    pub(super) fn journal(&self) -> Option<&File> {
+        if self.journal { self._file.as_ref() } else { None }
+    }
 }
 
 #[cfg(test)]

@@ -143,24 +143,37 @@ impl Store {
         let mut line =
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         line.push(b'\n');
-        let _lock = self.run_lock(id, super::lock::RunLock::Journal, true)?;
+        let lock = self.run_lock(id, super::lock::RunLock::Journal, true)?;
         let record = self.run_path(id)?;
         if let Some(why) = failed_write(&record) {
             return Err(StoreError::Io(format!("runs/{id}.json"), why));
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io_error(&path, e))?;
+        // The journal opened for its lock, where the lock is a range of the journal itself.
+        let opened;
+        let file = match lock.journal() {
+            Some(file) => file,
+            None => {
+                opened = OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .read(true)
+                    .write(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map_err(|e| io_error(&path, e))?;
+                &opened
+            }
+        };
+        // Every writer of the journal holds its append lock, so its end stays where it is read.
         // A line torn by a crash is only ever the last one; start on a fresh line after it.
         let len = file.metadata().map_err(|e| io_error(&path, e))?.len();
-        if len > 0 && !ends_with_newline(&file, len) {
-            file.write_all(b"\n").map_err(|e| io_error(&path, e))?;
+        if len > 0 && !ends_with_newline(file, len) {
+            line.insert(0, b'\n');
         }
-        file.write_all(&line).map_err(|e| io_error(&path, e))?;
+        {
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(&line, len).map_err(|e| io_error(&path, e))?;
+        }
         if !durable {
             unsynced().insert(path);
             return Ok(());
