@@ -101,20 +101,6 @@ fn warn_once(line: &str) {
     SAID.call_once(|| eprintln!("{line}"));
 }
 
-/// What `auto` chose in this process. The keychain crate connects once per process, so the
-/// choice does not change while it runs.
-static AUTO_CHOICE: OnceLock<StoreKind> = OnceLock::new();
-
-/// Whether reading a value is a read of the file, which never waits on another process, rather
-/// than a keychain round trip: then a run reads it on its own thread.
-fn reads_file() -> bool {
-    match std::env::var(KEYCHAIN_ENV).unwrap_or_default().trim() {
-        "file" => true,
-        "" | "auto" => AUTO_CHOICE.get() == Some(&StoreKind::File),
-        _ => false,
-    }
-}
-
 /// An open secret store: the keychain, or the fallback file.
 #[derive(Debug)]
 pub struct SecretStore {
@@ -133,12 +119,8 @@ impl SecretStore {
         let choice = std::env::var(KEYCHAIN_ENV).unwrap_or_default();
         let backend = match choice.trim() {
             "" | "auto" => match keychain::available() {
-                Ok(()) => {
-                    let _ = AUTO_CHOICE.set(StoreKind::Keychain);
-                    Backend::Keychain
-                }
+                Ok(()) => Backend::Keychain,
                 Err(_) => {
-                    let _ = AUTO_CHOICE.set(StoreKind::File);
                     let file = file::FileStore::new(store);
                     warn_once(&format!(
                         "warning: no OS keychain is reachable, so secrets are kept in {} (mode 600); \
@@ -324,6 +306,12 @@ impl LocalSecrets {
         Some((found.name.clone(), found.oauth.clone()?))
     }
 
+    /// Whether the store has opened and is the file: a read that never waits on another
+    /// process. Until the store has opened once, a lookup takes the blocking path.
+    fn reads_file(&self) -> bool {
+        self.opened.get().is_some_and(|store| store.kind() == StoreKind::File)
+    }
+
     /// The secret store, opened on first use (blocking).
     fn store(&self) -> Result<&SecretStore, SecretsError> {
         if let Some(store) = self.opened.get() {
@@ -372,7 +360,7 @@ impl Secrets for LocalSecrets {
             }
             // Keychain calls block (D-Bus round trips): keep them off the run's thread. The
             // file is read in place: a hop to another thread and back would cost more.
-            if reads_file() {
+            if self.reads_file() {
                 return self.lookup(&namespace, connection.as_deref());
             }
             self.blocking(move |this| this.lookup(&namespace, connection.as_deref())).await

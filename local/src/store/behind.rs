@@ -82,10 +82,8 @@ pub struct AnswerFirst {
 impl Drop for AnswerFirst {
     fn drop(&mut self) {
         if self.holds {
-            let held = HELD.with(|held| held.borrow_mut().take());
-            for write in held.into_iter().flatten() {
-                hand_over(write);
-            }
+            release_held();
+            HELD.with(|held| held.try_borrow_mut().map(|mut held| *held = None).ok());
         }
     }
 }
