@@ -10,15 +10,15 @@
 //   - keep internal lists in objects without a prototype, so no inherited setter fires;
 //   - quote strings and numbers with the captured JSON.stringify, which consults nothing
 //     the guest can reach when given a primitive.
-// `install` builds everything that is the same for every attempt and returns `configure`,
-// so a host can run it ahead, while idle, in a context no attempt has used yet. The attempt
-// then calls `configure` once with its host functions (call, lookup, log, tools) and its
+// `install` takes the host functions (call, lookup, log, tools), builds everything that is the
+// same for every attempt and returns `configure`, so a host can run it ahead, while idle, in a
+// context no attempt has used yet. The attempt then calls `configure` once with its
 // configuration (namespace names, seed, clock, budgets), and gets back the handful the driver
 // needs; none of them is ever reachable from a global.
 
 let installed = false;
 
-export function install() {
+export function install(host) {
   if (installed) throw new TypeError("the prelude is installed once per attempt");
   installed = true;
 
@@ -132,11 +132,10 @@ export function install() {
   const BigIntCtor = BigInt;
   const bigintAsUintN = BigInt.asUintN;
 
-  // Set by `configure`, once, before any guest code runs.
-  let hostCall;
-  let hostLookup;
-  let hostLog;
-  let hostTools;
+  const hostCall = host.call;
+  const hostLookup = host.lookup;
+  const hostLog = host.log;
+  const hostTools = host.tools;
 
   // Internal lists: arrays without a prototype (no inherited index setter can fire), filled
   // by assignment and joined with the captured Array.prototype.join.
@@ -1535,26 +1534,22 @@ export function install() {
   });
 
   let configured = false;
-  return (host, configText) => {
+  // Called by the host before any guest code runs, so the arrays it passes are read as built.
+  return (namespaces, seed, clockOriginMs, timeoutMs, logBudgetBytes, maxResultBytes) => {
     if (configured) throw new TypeErrorCtor("the prelude is configured once per attempt");
     configured = true;
-    hostCall = host.call;
-    hostLookup = host.lookup;
-    hostLog = host.log;
-    hostTools = host.tools;
-    const config = JSONParse(configText);
-    originMs = +config.clockOriginMs;
+    originMs = +clockOriginMs;
     clockMs = originMs;
-    maxTimeoutMs = +config.maxTimeoutMs;
-    s0 = config.seed[0] | 0;
-    s1 = config.seed[1] | 0;
-    s2 = config.seed[2] | 0;
-    s3 = config.seed[3] | 0;
+    maxTimeoutMs = +timeoutMs;
+    s0 = seed[0] | 0;
+    s1 = seed[1] | 0;
+    s2 = seed[2] | 0;
+    s3 = seed[3] | 0;
     if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
     defineGlobal("performance", freeze({ now: performanceNow, timeOrigin: originMs }));
-    logRemaining = +config.logBudgetBytes;
-    MAX_RESULT_CHARS = +config.maxResultBytes;
-    defineNamespaces(config.namespaces);
+    logRemaining = +logBudgetBytes;
+    MAX_RESULT_CHARS = +maxResultBytes;
+    defineNamespaces(namespaces);
     return api;
   };
 }

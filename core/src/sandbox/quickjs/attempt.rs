@@ -12,9 +12,8 @@ use rquickjs::context::intrinsic::{
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value,
 };
-use serde_json::json;
 
-use super::bridge::{GuestBridge, GuestRequest, LookupKind};
+use super::bridge::{GuestBridge, GuestRequest, Logs, LookupKind};
 use super::compile::{CompileError, MAX_STACK_BYTES, NoModules, compile_module, load_module};
 use super::memory::{GuestAllocator, Heap};
 use super::meter::{Budget, Stop};
@@ -128,24 +127,36 @@ pub(crate) async fn run(
     bridge: &dyn Bridge,
     lifecycle: Lifecycle,
 ) -> AttemptReport {
-    let host = GuestBridge::new(attempt.log_budget_bytes, std::mem::take(&mut attempt.namespaces));
+    let budget = Rc::new(budget);
     let mut calls_issued = 0;
-    let end = match Guest::start(Rc::new(budget), &attempt, &host, lifecycle.fresh) {
-        Ok(guest) => guest.drive(&host, bridge, &mut calls_issued, lifecycle.spent.as_deref()).await,
-        Err(end) => end,
+    let fresh = match budget.check() {
+        Some(stop) => Err(stop_end(stop)),
+        None => lifecycle.fresh.map_or_else(Fresh::new, Ok),
     };
-    let logs = host.take_logs();
+    let (end, logs) = match fresh {
+        Err(end) => (end, Logs::default()),
+        Ok(fresh) => {
+            let host = Rc::clone(&fresh.host);
+            let end = match Guest::start(budget, &mut attempt, fresh) {
+                Ok(guest) => guest.drive(&host, bridge, &mut calls_issued, lifecycle.spent.as_deref()).await,
+                Err(end) => end,
+            };
+            (end, host.take_logs())
+        }
+    };
     AttemptReport { end, logs: logs.lines, logs_truncated: logs.truncated, calls_issued }
 }
 
 /// What every attempt builds before it sees its own code or configuration: a new runtime and
-/// context with the prelude evaluated and installed (every global but the namespaces, and
-/// nothing that depends on the run), leaving the prelude's `configure` for the attempt to call
-/// with its host functions, seed and clock. Made ahead of an attempt so the attempt skips that
-/// work; it is handed to at most one attempt and dropped with it, so no guest code ever runs in
-/// a context another attempt used.
+/// context with the prelude evaluated and installed with its host functions (every global but
+/// the namespaces, and nothing that depends on the run), leaving the prelude's `configure` for
+/// the attempt to call with its namespaces, seed and clock. Made ahead of an attempt so the
+/// attempt skips that work; it is handed to at most one attempt and dropped with it, so no
+/// guest code ever runs in a context another attempt used.
 pub(crate) struct Fresh {
     configure: Persistent<Function<'static>>,
+    /// What the host functions fill, for the attempt's driver loop.
+    host: Rc<GuestBridge>,
     context: Context,
     runtime: Runtime,
     heap: Rc<Heap>,
@@ -167,32 +178,22 @@ impl Fresh {
         let prelude = prelude::bytecode().map_err(AttemptEnd::Internal)?;
         let context =
             Context::custom::<GuestIntrinsics>(&runtime).map_err(internal("cannot start a context"))?;
+        let host = GuestBridge::new();
         let configure = context.with(|ctx| -> Result<_, AttemptEnd> {
             let module = load_module(&ctx, prelude).catch(&ctx).map_err(caught("cannot load the prelude"))?;
             let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
             let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
+            let functions = host.object(&ctx).map_err(internal("cannot build the host object"))?;
             let configure: Function =
-                install.call(()).catch(&ctx).map_err(caught("cannot install the prelude"))?;
+                install.call((functions,)).catch(&ctx).map_err(caught("cannot install the prelude"))?;
             Ok(Persistent::save(&ctx, configure))
         })?;
-        Ok(Fresh { configure, context, runtime, heap })
+        Ok(Fresh { configure, host, context, runtime, heap })
     }
 }
 
 impl Guest {
-    fn start(
-        budget: Rc<Budget>,
-        attempt: &Attempt,
-        host: &Rc<GuestBridge>,
-        fresh: Option<Fresh>,
-    ) -> Result<Guest, AttemptEnd> {
-        if let Some(stop) = budget.check() {
-            return Err(stop_end(stop));
-        }
-        let fresh = match fresh {
-            Some(fresh) => fresh,
-            None => Fresh::new()?,
-        };
+    fn start(budget: Rc<Budget>, attempt: &mut Attempt, fresh: Fresh) -> Result<Guest, AttemptEnd> {
         fresh.heap.set_limit(attempt.limits.memory_bytes);
         let handler_budget = Rc::clone(&budget);
         fresh.runtime.set_interrupt_handler(Some(Box::new(move || handler_budget.interrupt())));
@@ -203,28 +204,30 @@ impl Guest {
                 CompileError::Internal(e) => AttemptEnd::Internal(e),
             },
         )?;
-        let config = json!({
-            "namespaces": host.namespace_names(),
-            "seed": seed_words(attempt.seed),
-            "clockOriginMs": attempt.clock_origin_ms,
-            "maxTimeoutMs": attempt.limits.max_timeout_ms,
-            "logBudgetBytes": attempt.log_budget_bytes,
-            "maxResultBytes": MAX_RESULT_BYTES,
-        })
-        .to_string();
+        let names = fresh.host.begin(attempt.log_budget_bytes, std::mem::take(&mut attempt.namespaces));
         let installed = fresh.context.with(|ctx| -> Result<_, AttemptEnd> {
             let configure =
                 fresh.configure.clone().restore(&ctx).map_err(internal("the prelude has no configure"))?;
-            let host = host.object(&ctx).map_err(internal("cannot build the host object"))?;
-            let api: Object =
-                configure.call((host, config)).catch(&ctx).map_err(caught("cannot configure the prelude"))?;
+            // Plain values and arrays: no guest code has run in this context yet, so nothing
+            // can have changed how an array built here is read.
+            let api: Object = configure
+                .call((
+                    names,
+                    seed_words(attempt.seed).to_vec(),
+                    attempt.clock_origin_ms,
+                    attempt.limits.max_timeout_ms as f64,
+                    attempt.log_budget_bytes as f64,
+                    MAX_RESULT_BYTES as f64,
+                ))
+                .catch(&ctx)
+                .map_err(caught("cannot configure the prelude"))?;
             Ok(Persistent::save(&ctx, api))
         });
         let api = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
 
         // Field by field, the handle first: it must go before the context and runtime.
-        let Fresh { configure, context, runtime, heap } = fresh;
-        drop(configure);
+        let Fresh { configure, host, context, runtime, heap } = fresh;
+        drop((configure, host));
         let mut guest = Guest { api, code: None, context, runtime, budget, heap };
         guest.run_jobs()?;
         let evaluated = guest.budget.segment(|| {

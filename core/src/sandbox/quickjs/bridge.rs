@@ -1,5 +1,7 @@
-//! The host end of the prelude: the functions handed to `configure` (tool calls, hub lookups,
-//! console lines, a namespace's tools) and the state they fill for the driver loop.
+//! The host end of the prelude: the functions handed to its `install` (tool calls, hub lookups,
+//! console lines, a namespace's tools) and the state they fill for the driver loop. They are
+//! built with the guest, ahead of the attempt; the attempt then gives the state its namespaces
+//! and log budget with [`GuestBridge::begin`].
 //!
 //! None of them does anything but record: a call or lookup becomes a [`GuestRequest`] the driver
 //! forwards to the [`crate::sandbox::Bridge`] between JavaScript segments, so no host code
@@ -64,7 +66,7 @@ impl Logs {
 #[derive(Debug)]
 pub(crate) struct GuestBridge {
     /// The attempt's namespaces and their tools, handed to the guest one namespace at a time.
-    namespaces: Vec<GuestNamespace>,
+    namespaces: RefCell<Vec<GuestNamespace>>,
     requests: RefCell<Vec<GuestRequest>>,
     next_ticket: Cell<u32>,
     next_seq: Cell<u32>,
@@ -72,19 +74,24 @@ pub(crate) struct GuestBridge {
 }
 
 impl GuestBridge {
-    pub(crate) fn new(log_budget_bytes: usize, namespaces: Vec<GuestNamespace>) -> Rc<GuestBridge> {
+    /// State for a guest not yet given to an attempt: no namespaces, no room for logs.
+    pub(crate) fn new() -> Rc<GuestBridge> {
         Rc::new(GuestBridge {
-            namespaces,
+            namespaces: RefCell::new(Vec::new()),
             requests: RefCell::new(Vec::new()),
             next_ticket: Cell::new(0),
             next_seq: Cell::new(0),
-            logs: RefCell::new(Logs { remaining: log_budget_bytes, ..Logs::default() }),
+            logs: RefCell::new(Logs::default()),
         })
     }
 
-    /// The namespaces' names, for the prelude's configuration.
-    pub(crate) fn namespace_names(&self) -> Vec<&str> {
-        self.namespaces.iter().map(|ns| ns.name.as_str()).collect()
+    /// Gives the attempt's namespaces and log budget, before any of its code runs; returns the
+    /// namespaces' names, for the prelude's configuration.
+    pub(crate) fn begin(&self, log_budget_bytes: usize, namespaces: Vec<GuestNamespace>) -> Vec<String> {
+        let names = namespaces.iter().map(|ns| ns.name.clone()).collect();
+        *self.namespaces.borrow_mut() = namespaces;
+        *self.logs.borrow_mut() = Logs { remaining: log_budget_bytes, ..Logs::default() };
+        names
     }
 
     /// Requests made since the last call, in the order the guest made them.
@@ -102,7 +109,7 @@ impl GuestBridge {
         ticket
     }
 
-    /// The object handed to the prelude's `configure`: `{ call, lookup, log, tools }`.
+    /// The object handed to the prelude's `install`: `{ call, lookup, log, tools }`.
     pub(crate) fn object<'js>(self: &Rc<Self>, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
         let host = Object::new(ctx.clone())?;
 
@@ -153,7 +160,8 @@ impl GuestBridge {
         let this = Rc::clone(self);
         // JSON text: the guest's realm may have tampered with how arrays are filled.
         let tools = Function::new(ctx.clone(), move |name: String| -> String {
-            let tools = this.namespaces.iter().find(|ns| ns.name == name).map(|ns| ns.tools.as_slice());
+            let namespaces = this.namespaces.borrow();
+            let tools = namespaces.iter().find(|ns| ns.name == name).map(|ns| ns.tools.as_slice());
             serde_json::to_string(tools.unwrap_or_default()).unwrap_or_else(|_| "[]".to_owned())
         })?;
         host.set("tools", tools)?;
