@@ -251,6 +251,16 @@ pub enum AddressError {
 }
 
 impl ToolAddress {
+    /// `namespace.tool`, as `to_string` writes it, without the formatter: every call's policy
+    /// lookup needs it.
+    pub fn text(&self) -> String {
+        let mut text = String::with_capacity(self.namespace.0.len() + 1 + self.tool.len());
+        text.push_str(&self.namespace.0);
+        text.push('.');
+        text.push_str(&self.tool);
+        text
+    }
+
     pub fn new(namespace: Namespace, tool: impl Into<String>) -> Self {
         ToolAddress { namespace, tool: tool.into() }
     }

@@ -459,7 +459,7 @@ pub fn propose(manifest: &Manifest) -> Vec<Proposal> {
 
 impl PolicyView for CompiledPolicy {
     fn decide(&self, address: &ToolAddress, connection: Option<&str>, tool: &Tool) -> Verdict {
-        let key = address.to_string();
+        let key = address.text();
         let reviewed = self.reviewed.get(&key);
         let decision = self.policy.decide(&Call::to_tool(address, tool, connection, reviewed));
         let mut reason = decision.reason.to_string();

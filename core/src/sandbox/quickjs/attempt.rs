@@ -70,6 +70,8 @@ type InFlight<'a> = FuturesUnordered<LocalBoxFuture<'a, (u32, Reply)>>;
 /// and the context before the runtime.
 struct Guest {
     api: Persistent<Object<'static>>,
+    /// The API's `settle`, asked for once: every answer goes through it.
+    settle: Persistent<Function<'static>>,
     code: Option<Code>,
     context: Context,
     runtime: Runtime,
@@ -221,14 +223,15 @@ impl Guest {
                 ))
                 .catch(&ctx)
                 .map_err(caught("cannot configure the prelude"))?;
-            Ok(Persistent::save(&ctx, api))
+            let settle: Function = api.get("settle").map_err(internal("the prelude has no settle"))?;
+            Ok((Persistent::save(&ctx, api), Persistent::save(&ctx, settle)))
         });
-        let api = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
+        let (api, settle) = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
 
         // Field by field, the handle first: it must go before the context and runtime.
         let Fresh { configure, host, context, runtime, heap } = fresh;
         drop((configure, host));
-        let mut guest = Guest { api, code: None, context, runtime, budget, heap };
+        let mut guest = Guest { api, settle, code: None, context, runtime, budget, heap };
         guest.run_jobs()?;
         let evaluated = guest.budget.segment(|| {
             guest.context.with(|ctx| {
@@ -369,8 +372,8 @@ impl Guest {
 
     /// Delivers host answers into the guest.
     fn settle(&self, batch: Vec<(u32, Reply)>) -> Result<(), AttemptEnd> {
-        self.with_api(|_, api| {
-            let settle: Function = api.get("settle")?;
+        self.with_api(|ctx, _| {
+            let settle = self.settle.clone().restore(ctx)?;
             for (ticket, reply) in batch {
                 let (ok, text) = match reply {
                     Reply::Call(GuestReply::Ok(value)) => (true, serde_json::to_string(&value)),

@@ -118,7 +118,11 @@ impl GuestBridge {
             ctx.clone(),
             move |ctx: Ctx<'js>, address: String, args: String, options: String| -> rquickjs::Result<u32> {
                 let args: Value = parse_json(&ctx, &args, "tool arguments")?;
-                let options: Value = parse_json(&ctx, &options, "call options")?;
+                // Most calls pass no options, which the prelude sends as `{}`.
+                let options: Value = match options.as_str() {
+                    "{}" => Value::Object(serde_json::Map::new()),
+                    _ => parse_json(&ctx, &options, "call options")?,
+                };
                 let seq = this.next_seq.get();
                 this.next_seq.set(seq.saturating_add(1));
                 let ticket = this.ticket();
