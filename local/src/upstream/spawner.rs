@@ -5,8 +5,10 @@
 //! *thread* that forked it ends, not the process. A tokio worker can retire (after
 //! `block_in_place`, or as an idle blocking thread), and a server forked from it would be
 //! killed with it. This thread never ends before the process does, so the signal fires exactly
-//! when the hub dies. It runs a small runtime of its own, so the children's pipes and exit
-//! watchers do not depend on the caller's runtime staying alive either.
+//! when the hub dies. It runs a small runtime of its own, so the children's exit watchers do
+//! not depend on the caller's runtime staying alive either. The pipes go back to the caller
+//! and are registered with its runtime, where the tasks that read and write them run: left on
+//! this thread, every line a server wrote woke this thread first, and it woke the reader.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,19 +57,40 @@ impl ProcessGroup {
 
 struct Request {
     command: Command,
-    reply: oneshot::Sender<io::Result<Spawned>>,
+    reply: oneshot::Sender<io::Result<Started>>,
+}
+
+/// A child as the spawner thread hands it back: its pipes not yet tied to any runtime.
+struct Started {
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    stderr: std::process::ChildStderr,
+    group: ProcessGroup,
+    exit: watch::Receiver<Option<String>>,
 }
 
 static SPAWNER: OnceLock<Result<mpsc::UnboundedSender<Request>, String>> = OnceLock::new();
 
-/// Starts `command` on the spawner thread. The command must put the child in a new process
-/// group (`process_group(0)`): the child's pid is taken as the group id.
+/// Starts `command` on the spawner thread, its pipes registered with the caller's runtime. The
+/// command must put the child in a new process group (`process_group(0)`): the child's pid is
+/// taken as the group id.
 pub(crate) async fn spawn(command: Command) -> io::Result<Spawned> {
     let (reply, answer) = oneshot::channel();
     spawner()?
         .send(Request { command, reply })
         .map_err(|_| io::Error::other("the spawner thread has stopped"))?;
-    answer.await.map_err(|_| io::Error::other("the spawner thread has stopped"))?
+    let Started { stdin, stdout, stderr, group, exit } =
+        answer.await.map_err(|_| io::Error::other("the spawner thread has stopped"))??;
+    let registered = || -> io::Result<_> {
+        Ok((ChildStdin::from_std(stdin)?, ChildStdout::from_std(stdout)?, ChildStderr::from_std(stderr)?))
+    };
+    match registered() {
+        Ok((stdin, stdout, stderr)) => Ok(Spawned { stdin, stdout, stderr, group, exit }),
+        Err(err) => {
+            group.kill();
+            Err(err)
+        }
+    }
 }
 
 fn spawner() -> io::Result<&'static mpsc::UnboundedSender<Request>> {
@@ -95,7 +118,7 @@ fn spawner() -> io::Result<&'static mpsc::UnboundedSender<Request>> {
 }
 
 /// Runs on the spawner thread, inside its runtime.
-fn start(mut command: Command) -> io::Result<Spawned> {
+fn start(mut command: Command) -> io::Result<Started> {
     let mut child = command.spawn()?;
     let group = match child.id().and_then(|pid| i32::try_from(pid).ok()) {
         Some(pid) => {
@@ -107,6 +130,21 @@ fn start(mut command: Command) -> io::Result<Spawned> {
     let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
         group.kill();
         return Err(io::Error::other("the child's stdio was not piped"));
+    };
+    // Off this runtime: the caller registers them with its own.
+    let unregistered = || -> io::Result<_> {
+        Ok((
+            std::process::ChildStdin::from(stdin.into_owned_fd()?),
+            std::process::ChildStdout::from(stdout.into_owned_fd()?),
+            std::process::ChildStderr::from(stderr.into_owned_fd()?),
+        ))
+    };
+    let (stdin, stdout, stderr) = match unregistered() {
+        Ok(pipes) => pipes,
+        Err(err) => {
+            group.kill();
+            return Err(err);
+        }
     };
     let (exit_sender, exit) = watch::channel(None);
     let watched = group.clone();
@@ -120,5 +158,5 @@ fn start(mut command: Command) -> io::Result<Spawned> {
         };
         let _ = exit_sender.send(Some(description));
     });
-    Ok(Spawned { stdin, stdout, stderr, group, exit })
+    Ok(Started { stdin, stdout, stderr, group, exit })
 }
