@@ -70,6 +70,11 @@ impl Catalog {
         self.sources.iter().find(|s| &s.manifest.namespace == namespace)
     }
 
+    /// The source whose namespace is spelled `namespace`; `None` for any other text.
+    pub fn source_named(&self, namespace: &str) -> Option<&SourceView> {
+        self.sources.iter().find(|s| s.manifest.namespace.as_str() == namespace)
+    }
+
     pub fn tool(&self, address: &ToolAddress) -> Option<&Tool> {
         self.source(&address.namespace)?.manifest.tool(&address.tool)
     }

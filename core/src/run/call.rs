@@ -19,7 +19,7 @@ use super::Engine;
 use super::failures;
 use crate::address::ToolAddress;
 use crate::approval;
-use crate::catalog::SourceView;
+use crate::catalog::{Catalog, SourceView};
 use crate::manifest::Tool;
 use crate::pending::{Choice, PendingCall, PendingKind};
 use crate::ports::{
@@ -93,6 +93,25 @@ struct Target<'e> {
     tool: &'e Tool,
     connection: Option<String>,
     digest: String,
+}
+
+/// Why `raw` names no tool of `catalog`.
+fn unknown_tool(catalog: &Catalog, raw: &str) -> ToolFailure {
+    let Ok(address) = ToolAddress::parse(raw) else {
+        return failures::failure("unknown_tool", format!("`{raw}` is not a tool address"), None);
+    };
+    if catalog.source(&address.namespace).is_none() {
+        return failures::failure(
+            "unknown_tool",
+            format!("there is no namespace `{}`", address.namespace),
+            None,
+        );
+    }
+    failures::failure(
+        "unknown_tool",
+        format!("`{address}` does not exist"),
+        Some("use search to find the right tool"),
+    )
 }
 
 /// The connection a call asked for in its options, checked against the source's.
@@ -266,28 +285,16 @@ impl<'e> AttemptBridge<'e, '_> {
     /// The tool a call names, on the connection it asked for (or the source's default), with
     /// the digest that identifies the call for replay.
     fn resolve(&self, call: &GuestCall) -> Result<Target<'e>, ToolFailure> {
-        let catalog = self.engine.catalog;
-        let Ok(address) = ToolAddress::parse(&call.address) else {
-            return Err(failures::failure(
-                "unknown_tool",
-                format!("`{}` is not a tool address", call.address),
-                None,
-            ));
+        // The catalog holds only valid namespaces and tool names, so an address that names one
+        // of its tools needs no parsing; the others are parsed to say what is wrong.
+        let found = call.address.split_once('.').and_then(|(namespace, name)| {
+            let source = self.engine.catalog.source_named(namespace)?;
+            Some((source, name, source.manifest.tool(name)?))
+        });
+        let Some((source, name, tool)) = found else {
+            return Err(unknown_tool(self.engine.catalog, &call.address));
         };
-        let Some(source) = catalog.source(&address.namespace) else {
-            return Err(failures::failure(
-                "unknown_tool",
-                format!("there is no namespace `{}`", address.namespace),
-                None,
-            ));
-        };
-        let Some(tool) = source.manifest.tool(&address.tool) else {
-            return Err(failures::failure(
-                "unknown_tool",
-                format!("`{address}` does not exist"),
-                Some("use search to find the right tool"),
-            ));
-        };
+        let address = ToolAddress::new(source.manifest.namespace.clone(), name);
         let connection =
             requested_connection(call, &address, source)?.or_else(|| source.default_connection.clone());
         let digest = call_digest(&call.address, connection.as_deref(), &call.args);
@@ -541,5 +548,26 @@ impl Bridge for AttemptBridge<'_, '_> {
 
     fn skill(&self, args: Value) -> LocalBoxFuture<'_, Result<Value, ToolFailure>> {
         self.engine.lookup.skill(args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::Namespace;
+    use crate::manifest::Manifest;
+    use serde_json::json;
+
+    #[test]
+    fn an_address_outside_the_catalog_says_what_is_wrong_with_it() {
+        let tools = [json!({ "name": "list", "inputSchema": { "type": "object" } })];
+        let (manifest, _) = Manifest::from_tools_list(Namespace::new("notes").unwrap(), &tools);
+        let catalog =
+            Catalog::new(vec![SourceView { manifest, connections: Vec::new(), default_connection: None }]);
+        let message = |raw: &str| unknown_tool(&catalog, raw).message;
+        assert_eq!(message("Notes.list"), "`Notes.list` is not a tool address");
+        assert_eq!(message("notes.list.x"), "`notes.list.x` is not a tool address");
+        assert_eq!(message("tasks.list"), "there is no namespace `tasks`");
+        assert_eq!(message("notes.add"), "`notes.add` does not exist");
     }
 }

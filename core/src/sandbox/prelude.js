@@ -40,7 +40,9 @@ export function install(host) {
   const ReflectConstruct = Reflect.construct;
   const ReflectGet = Reflect.get;
   const ReflectOwnKeys = Reflect.ownKeys;
-  const uncurry = (fn) => (self, ...args) => ReflectApply(fn, self, args);
+  // `uncurry(f)(self, ...args)` is `f.call(self, ...args)` through the original `call`, bound
+  // now: no array is built per call, and a later change to Function.prototype cannot reach it.
+  const uncurry = ReflectApply(Function.prototype.bind, Function.prototype.bind, [Function.prototype.call]);
 
   const objectToString = uncurry(ObjectPrototype.toString);
   const ArrayIsArray = Array.isArray;
@@ -883,7 +885,10 @@ export function install(host) {
 
   // ---- the bridge ------------------------------------------------------------------------
 
-  const pending = { __proto__: null };
+  // Indexed by ticket. The host numbers tickets from 0 in the order they are asked for, so
+  // this stays a dense array; a settled slot is emptied, never deleted (a hole would make
+  // QuickJS turn it into a slower object).
+  const pending = list();
   const track = (ticket, address) => {
     const entry = { __proto__: null, address, resolve: undefined, reject: undefined };
     const promise = new NativePromise((resolve, reject) => {
@@ -1471,7 +1476,7 @@ export function install(host) {
     settle: (ticket, ok, text) => {
       const entry = pending[ticket];
       if (entry === undefined) return;
-      delete pending[ticket];
+      pending[ticket] = undefined;
       if (ok) {
         let value;
         try {

@@ -80,10 +80,12 @@ struct Guest {
 }
 
 /// The evaluated code module: its evaluation promise and its namespace (`default` holds the
-/// promise of the wrapped body).
+/// promise of the wrapped body), and that promise once the module has evaluated: the driver
+/// asks after it between every two segments.
 struct Code {
     evaluation: Persistent<Promise<'static>>,
     namespace: Persistent<Object<'static>>,
+    main: RefCell<Option<Persistent<Promise<'static>>>>,
 }
 
 fn internal(what: &str) -> impl FnOnce(rquickjs::Error) -> AttemptEnd + '_ {
@@ -242,6 +244,7 @@ impl Guest {
                     Ok(Code {
                         evaluation: Persistent::save(&ctx, evaluation),
                         namespace: Persistent::save(&ctx, namespace),
+                        main: RefCell::new(None),
                     })
                 };
                 evaluate().map_err(|caught| thrown(&ctx, caught))
@@ -454,19 +457,27 @@ impl Guest {
     fn outcome(&self) -> Option<Settled> {
         let code = self.code.as_ref()?;
         self.context.with(|ctx| {
-            let evaluation = code.evaluation.clone().restore(&ctx).ok()?;
-            match evaluation.result::<Value>() {
-                None => return None,
-                Some(Err(_)) => return Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
-                Some(Ok(_)) => {}
-            }
-            let namespace = code.namespace.clone().restore(&ctx).ok()?;
-            let main: Value = match namespace.get("default") {
-                Ok(main) => main,
-                Err(_) => return Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
-            };
-            let Some(promise) = main.as_promise() else {
-                return Some(Settled::Resolved(Persistent::save(&ctx, main)));
+            let main = code.main.borrow().as_ref().map(|main| main.clone().restore(&ctx));
+            let promise = match main {
+                Some(main) => main.ok()?,
+                None => {
+                    let evaluation = code.evaluation.clone().restore(&ctx).ok()?;
+                    match evaluation.result::<Value>() {
+                        None => return None,
+                        Some(Err(_)) => return Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
+                        Some(Ok(_)) => {}
+                    }
+                    let namespace = code.namespace.clone().restore(&ctx).ok()?;
+                    let main: Value = match namespace.get("default") {
+                        Ok(main) => main,
+                        Err(_) => return Some(Settled::Rejected(Persistent::save(&ctx, ctx.catch()))),
+                    };
+                    let Some(promise) = main.as_promise().cloned() else {
+                        return Some(Settled::Resolved(Persistent::save(&ctx, main)));
+                    };
+                    *code.main.borrow_mut() = Some(Persistent::save(&ctx, promise.clone()));
+                    promise
+                }
             };
             match promise.result::<Value>() {
                 None => None,
