@@ -28,11 +28,14 @@ pub const FILE_NAME: &str = "secrets.json";
 pub(super) struct FileStore {
     store: Store,
     /// The file as last parsed, with the identity it had then.
-    parsed: Arc<Mutex<Option<(Identity, Arc<SecretsFile>)>>>,
+    parsed: Arc<Mutex<Option<Parsed>>>,
 }
 
 /// What tells one version of the file from another: device, inode, size, modification time.
 type Identity = (u64, u64, u64, i64, i64);
+
+/// A parse of the file and the identity the file had when it was read.
+type Parsed = (Identity, Arc<SecretsFile>);
 
 /// How long ago the file must have changed for its parse to be kept: well above the kernel's
 /// timestamp tick.
