@@ -74,10 +74,12 @@ export function install(host) {
   const dateToString = uncurry(DatePrototype.toString);
   const NativeRegExp = RegExp;
   const regexpToString = uncurry(RegExp.prototype.toString);
+  const regexpExec = uncurry(RegExp.prototype.exec);
   const regexpSource = uncurry(getOwnPropertyDescriptor(RegExp.prototype, "source").get);
   const regexpFlags = uncurry(getOwnPropertyDescriptor(RegExp.prototype, "flags").get);
   const NativePromise = Promise;
   const promiseReject = (e) => ReflectApply(Promise.reject, NativePromise, [e]);
+  const promiseWithResolvers = uncurry(Promise.withResolvers);
   const NativeProxy = Proxy;
   const MapCtor = Map;
   const mapGet = uncurry(Map.prototype.get);
@@ -361,8 +363,13 @@ export function install(host) {
     if (sSize > sMax) sTooLarge();
     sOut += s;
   };
+  // What JSON must escape (quote, backslash, control characters) and surrogates: a string
+  // without any is its own JSON text between quotes, which saves the costly general path.
+  // Matched with the captured exec, which reads nothing a guest can reach.
+  const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
   const sQuoted = (s) => {
     if (s.length > sMax - sSize) sTooLarge();
+    if (regexpExec(NEEDS_ESCAPE, s) === null) return '"' + s + '"';
     return JSONStringify(toWellFormed(s));
   };
   const sQuote = (s) => sEmit(sQuoted(s));
@@ -372,7 +379,8 @@ export function install(host) {
         sQuote(v);
         return;
       case "number":
-        sEmit(NumberIsFinite(v) ? JSONStringify(v) : "null");
+        // A finite number's JSON text is its string form, as JSON.stringify writes it.
+        sEmit(NumberIsFinite(v) ? "" + v : "null");
         return;
       case "boolean":
         sEmit(v ? "true" : "false");
@@ -399,9 +407,15 @@ export function install(host) {
       const key = keys[i];
       const value = o[key];
       if (value === undefined) continue;
-      sEmit((first ? "" : ",") + sQuoted(key) + ":");
+      const head = (first ? "" : ",") + sQuoted(key) + ":";
       first = false;
-      sWalk(value, node, key);
+      // A string member, the most common, in one piece.
+      if (typeof value === "string") {
+        sEmit(head + sQuoted(value));
+      } else {
+        sEmit(head);
+        sWalk(value, node, key);
+      }
     }
   };
   const sWalkObject = (o, node) => {
@@ -885,18 +899,18 @@ export function install(host) {
 
   // ---- the bridge ------------------------------------------------------------------------
 
-  // Indexed by ticket. The host numbers tickets from 0 in the order they are asked for, so
-  // this stays a dense array; a settled slot is emptied, never deleted (a hole would make
-  // QuickJS turn it into a slower object).
+  // Indexed by ticket: the promise's resolving functions (a `{ promise, resolve, reject }`
+  // record made by the captured Promise.withResolvers, whose fields are its own) and the
+  // address asked. The host numbers tickets from 0 in the order they are asked for, so both
+  // stay dense arrays; a settled slot is emptied, never deleted (a hole would make QuickJS turn
+  // the array into a slower object).
   const pending = list();
+  const pendingAddress = list();
   const track = (ticket, address) => {
-    const entry = { __proto__: null, address, resolve: undefined, reject: undefined };
-    const promise = new NativePromise((resolve, reject) => {
-      entry.resolve = resolve;
-      entry.reject = reject;
-    });
+    const entry = promiseWithResolvers(NativePromise);
     pending[ticket] = entry;
-    return promise;
+    pendingAddress[ticket] = address;
+    return entry.promise;
   };
   const MAX_ARGS_CHARS = 4 * 1024 * 1024;
   const argumentsText = (value, subject, label) => {
@@ -1476,7 +1490,9 @@ export function install(host) {
     settle: (ticket, ok, text) => {
       const entry = pending[ticket];
       if (entry === undefined) return;
+      const address = pendingAddress[ticket];
       pending[ticket] = undefined;
+      pendingAddress[ticket] = undefined;
       if (ok) {
         let value;
         try {
@@ -1498,7 +1514,7 @@ export function install(host) {
       }
       const f = JSONParse(text);
       const own = (key) => (hasOwn(f, key) ? f[key] : undefined);
-      const details = { __proto__: null, code: own("code"), address: entry.address, status: own("status"), hint: own("hint"), retryable: own("retryable") };
+      const details = { __proto__: null, code: own("code"), address, status: own("status"), hint: own("hint"), retryable: own("retryable") };
       entry.reject(new ToolError(own("message"), details));
     },
     // Fires the earliest timer: 0 when there is none, 1 when one ran, or the description of
