@@ -422,7 +422,9 @@ fn results_follow_json_where_json_is_clear() {
         r#"return ['plain', 'quote " in', 'back \\ slash', 'tab \t nl \n', 'nul \u0000', 'del \u007f',
                   'ls \u2028', 'pair \ud83d\udc4b', 'lone \ud800 x', 'low \udc00', '',
                   -0, 1e21, 5e-7, 0.1 + 0.2, 2 ** 53, -1.5, NaN, { 'key "q"': 'v', 'k\n': 1, e: '' }]"#,
-        expect![[r#"completed ["plain","quote \" in","back \\ slash","tab \t nl \n","nul \u0000","del ","ls  ","pair 👋","lone � x","low �","",0,1e+21,5e-7,0.30000000000000004,9007199254740992,-1.5,null,{"key \"q\"":"v","k\n":1,"e":""}]"#]],
+        expect![[
+            r#"completed ["plain","quote \" in","back \\ slash","tab \t nl \n","nul \u0000","del ","ls  ","pair 👋","lone � x","low �","",0,1e+21,5e-7,0.30000000000000004,9007199254740992,-1.5,null,{"key \"q\"":"v","k\n":1,"e":""}]"#
+        ]],
     );
     check(
         "return Object.create(null, { visible: { value: 1, enumerable: true }, hidden: { value: 2 } })",
