@@ -317,7 +317,7 @@ pub fn call_digest(address: &str, connection: Option<&str>, args: &Value) -> Str
     // Into a buffer: `hex::encode` builds the text a character at a time.
     let mut text = [0u8; 64];
     hex::encode_to_slice(Sha256::digest(canonical.as_bytes()), &mut text).expect("32 bytes are 64 digits");
-    text.iter().map(|&b| b as char).collect()
+    std::str::from_utf8(&text).expect("hex digits are ASCII").to_owned()
 }
 
 /// A call as the journal knows it, gathered from its entries.

@@ -173,9 +173,10 @@ pub fn write_json<T: Serialize>(store: &Store, relative: &str, value: &T) -> Res
 /// replaced or removed renames a folder there, which `search` and `describe` must see).
 const CONFIG_DIRS: [&str; 6] = ["sources", "manifests", "connections", "policies", "profiles", "skills"];
 
-/// A directory's listing is reused only once its modification time is this old: a name added
-/// later moves the time on to a later value, however coarse the filesystem's clock.
-const SETTLED: std::time::Duration = std::time::Duration::from_secs(1);
+/// A directory's listing (or a file's parse, `secrets/file.rs`) is reused only once its
+/// modification time is this old: a change made later moves the time on to a later value,
+/// however coarse the filesystem's clock.
+pub(crate) const SETTLED: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the configuration looked like on disk: each directory's modification time and each
 /// record's name, size and modification time. Two equal stamps mean nothing was added,

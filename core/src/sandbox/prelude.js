@@ -8,8 +8,9 @@
 //   - never call a method through a prototype at run time: call the captured copy;
 //   - never spread, destructure or for-of an array (iterators can be replaced);
 //   - keep internal lists in objects without a prototype, so no inherited setter fires;
-//   - quote strings and numbers with the captured JSON.stringify, which consults nothing
-//     the guest can reach when given a primitive.
+//   - quote strings with the captured JSON.stringify, which consults nothing the guest can
+//     reach when given a primitive (or by hand, when there is nothing to escape); write a
+//     number as its string form, which is what JSON.stringify writes for a finite one.
 // `install` takes the host functions (call, lookup, log, tools), builds everything that is the
 // same for every attempt and returns `configure`, so a host can run it ahead, while idle, in a
 // context no attempt has used yet. The attempt then calls `configure` once with its

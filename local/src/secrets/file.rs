@@ -5,9 +5,9 @@
 //! A hub reads a slot for every call it sends, so the parsed file is kept until the file on disk
 //! changes: each read compares the file's identity (device, inode, size, modification time) with
 //! the one it was parsed from. Every change is a rename of a new file over the old one, so another
-//! process's write is seen by the next read. A file changed in the last moments is not kept:
-//! the kernel's clock for modification times is coarse, so an edit in place made within the same
-//! tick would leave the time as it was.
+//! process's write is seen by the next read. A file changed in the last second is not kept
+//! ([`SETTLED`], as for the configuration's listings): modification times are coarse, so an edit
+//! in place made within the same tick would leave the time as it was.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::SlotKey;
+use crate::config::SETTLED;
 use crate::store::{Store, write_atomic};
 
 /// The file's name under the hub's home.
@@ -36,10 +37,6 @@ type Identity = (u64, u64, u64, i64, i64);
 
 /// A parse of the file and the identity the file had when it was read.
 type Parsed = (Identity, Arc<SecretsFile>);
-
-/// How long ago the file must have changed for its parse to be kept: well above the kernel's
-/// timestamp tick.
-const SETTLED: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Namespace → connection → slot → value.
 type Values = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
@@ -171,7 +168,7 @@ mod tests {
         fs::write(ours.path(), text).unwrap();
         assert_eq!(ours.get(&key("token")).unwrap().as_deref(), Some("edited-value-004"));
         // The same, once the kept parse is used.
-        std::thread::sleep(SETTLED * 2);
+        std::thread::sleep(SETTLED + std::time::Duration::from_millis(200));
         assert_eq!(ours.get(&key("token")).unwrap().as_deref(), Some("edited-value-004"));
         assert!(ours.parsed.lock().unwrap().is_some(), "a settled file's parse is kept");
         let text = fs::read_to_string(ours.path()).unwrap().replace("edited-value-004", "edited-again-005");
