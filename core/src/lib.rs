@@ -27,6 +27,7 @@ pub mod pending;
 pub mod policy;
 pub mod ports;
 pub mod profile;
+mod recent;
 pub mod record;
 pub mod run;
 pub mod sandbox;

@@ -247,9 +247,156 @@ pub fn config_stamp_after(root: &std::path::Path, seen: Option<&ConfigStamp>) ->
     ConfigStamp(dirs)
 }
 
+/// Tells whether the configuration may have changed since it was last asked, from the kernel's
+/// change notices for the configuration directories (inotify) read without waiting: one system
+/// call when nothing changed, where a stamp costs one per directory and record. The notices of
+/// a change are queued by the very call that makes it, so a change another process finished
+/// before this is asked is always seen. Only on Linux and on a filesystem whose changes all pass
+/// through this kernel (not a network filesystem): elsewhere [`ConfigWatch::new`] gives `None`
+/// and callers stamp as before.
+pub struct ConfigWatch {
+    #[cfg(target_os = "linux")]
+    inotify: nix::sys::inotify::Inotify,
+    /// Set once the watch can no longer tell (its queue overflowed, a watched directory went,
+    /// a read failed): from then on it always answers "changed".
+    blind: bool,
+}
+
+impl ConfigWatch {
+    /// Watches the configuration directories under `root`; `None` where that cannot be relied
+    /// on. The first [`ConfigWatch::changed`] answers for what happened since this call.
+    #[cfg(target_os = "linux")]
+    pub fn new(root: &std::path::Path) -> Option<ConfigWatch> {
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        use nix::sys::statfs;
+
+        let local = [
+            statfs::TMPFS_MAGIC,
+            statfs::EXT4_SUPER_MAGIC,
+            statfs::XFS_SUPER_MAGIC,
+            statfs::BTRFS_SUPER_MAGIC,
+            statfs::OVERLAYFS_SUPER_MAGIC,
+        ];
+        let kind = statfs::statfs(root).ok()?.filesystem_type();
+        if !local.contains(&kind) {
+            return None;
+        }
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        let what = AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_DELETE
+            | AddWatchFlags::IN_MODIFY
+            | AddWatchFlags::IN_ATTRIB
+            | AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_MOVED_FROM
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_DELETE_SELF
+            | AddWatchFlags::IN_MOVE_SELF
+            | AddWatchFlags::IN_ONLYDIR;
+        for dir in CONFIG_DIRS {
+            inotify.add_watch(&root.join(dir), what).ok()?;
+        }
+        Some(ConfigWatch { inotify, blind: false })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn new(_root: &std::path::Path) -> Option<ConfigWatch> {
+        None
+    }
+
+    /// Whether anything in the configuration directories changed since the last call (or since
+    /// the watch began): `false` only when certainly nothing did.
+    #[cfg(target_os = "linux")]
+    pub fn changed(&mut self) -> bool {
+        use nix::sys::inotify::AddWatchFlags;
+        if self.blind {
+            return true;
+        }
+        let mut changed = false;
+        loop {
+            match self.inotify.read_events() {
+                Ok(events) => {
+                    changed = true;
+                    let lost = AddWatchFlags::IN_Q_OVERFLOW
+                        | AddWatchFlags::IN_IGNORED
+                        | AddWatchFlags::IN_DELETE_SELF
+                        | AddWatchFlags::IN_MOVE_SELF;
+                    if events.iter().any(|e| e.mask.intersects(lost)) {
+                        self.blind = true;
+                        return true;
+                    }
+                }
+                Err(nix::errno::Errno::EAGAIN) => return changed,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => {
+                    self.blind = true;
+                    return true;
+                }
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn changed(&mut self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_watch_sees_every_kind_of_change_and_nothing_else() {
+        let root = tempfile::tempdir().expect("a temp dir");
+        for dir in CONFIG_DIRS {
+            fs::create_dir(root.path().join(dir)).expect("a config dir");
+        }
+        let record = root.path().join("sources/a.json");
+        fs::write(&record, "{}").expect("a record");
+        // A filesystem it cannot rely on gives no watch; the test's temp dir is a local one.
+        let Some(mut watch) = ConfigWatch::new(root.path()) else {
+            panic!("no watch on {}", root.path().display())
+        };
+        assert!(!watch.changed(), "nothing changed yet");
+        // Outside the configuration: not a change.
+        fs::create_dir(root.path().join("runs")).expect("runs");
+        fs::write(root.path().join("runs/x.json"), "{}").expect("a run");
+        assert!(!watch.changed());
+        // Each kind of change, seen by the first look after it and not again.
+        type Change<'a> = (&'a str, Box<dyn Fn() + 'a>);
+        let changes: [Change; 6] = [
+            ("rewritten in place", Box::new(|| fs::write(&record, "{\"x\":1}").expect("a rewrite"))),
+            ("a new record", Box::new(|| fs::write(root.path().join(POLICY), "{}").expect("a record"))),
+            (
+                "renamed into place",
+                Box::new(|| {
+                    let tmp = root.path().join("profiles/.p.tmp");
+                    fs::write(&tmp, "{}").expect("a temp file");
+                    fs::rename(&tmp, root.path().join("profiles/p.json")).expect("a rename");
+                }),
+            ),
+            (
+                "touched",
+                Box::new(|| {
+                    let then = SystemTime::now() - std::time::Duration::from_secs(5);
+                    fs::File::open(&record).and_then(|f| f.set_modified(then)).expect("a touch");
+                }),
+            ),
+            ("removed", Box::new(|| fs::remove_file(root.path().join(POLICY)).expect("a removal"))),
+            ("a folder added", Box::new(|| fs::create_dir(root.path().join("skills/s")).expect("a skill"))),
+        ];
+        for (what, change) in changes {
+            change();
+            assert!(watch.changed(), "{what}: not seen");
+            assert!(!watch.changed(), "{what}: seen twice");
+        }
+        // A configuration directory moved away: the watch can no longer tell, and says so
+        // every time after.
+        fs::rename(root.path().join("connections"), root.path().join("elsewhere")).expect("a move");
+        assert!(watch.changed());
+        assert!(watch.changed(), "blind from then on");
+    }
 
     /// Sets `path`'s modification time `secs` seconds back, as if it settled long ago.
     fn age(path: &std::path::Path, secs: u64) {

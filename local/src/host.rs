@@ -257,6 +257,7 @@ impl Host {
             words: &self.surface.words,
             profile: &self.profile,
         };
+        let _kept = crate::store::keep_journal_open();
         let report = runtime.block_on(async {
             match op {
                 Op::Execute(code) => engine.execute(code).await,

@@ -172,7 +172,26 @@ const SYNTAX_HINT: &str =
 
 /// Turns what a model sent to `execute` into the body the sandbox runs. Never panics.
 pub fn prepare(source: &str, max_bytes: usize) -> Result<Prepared, CodeError> {
-    prepare_steps(source, max_bytes).and_then(parses_as_javascript)
+    use std::cell::RefCell;
+
+    use crate::recent::Recent;
+
+    /// Sources longer than this are prepared every time: the kept answers stay small.
+    const KEPT_SOURCE_BYTES: usize = 16 * 1024;
+    thread_local! {
+        static PREPARED: RefCell<Recent<(String, usize), Result<Prepared, CodeError>>> =
+            const { RefCell::new(Recent::new(8)) };
+    }
+    if source.len() > KEPT_SOURCE_BYTES {
+        return prepare_steps(source, max_bytes).and_then(parses_as_javascript);
+    }
+    let key = (source.to_owned(), max_bytes);
+    if let Some(answer) = PREPARED.with(|recent| recent.try_borrow_mut().ok()?.get(&key)) {
+        return answer;
+    }
+    let answer = prepare_steps(source, max_bytes).and_then(parses_as_javascript);
+    PREPARED.with(|recent| recent.try_borrow_mut().map(|mut recent| recent.put(key, answer.clone())).ok());
+    answer
 }
 
 /// The body must also parse as JavaScript, as the sandbox parses it: the TypeScript parse lets

@@ -29,12 +29,18 @@ use serde_json::Value;
 use super::ask::{Prompter, can_ask};
 use super::skills::{self, HubSkills};
 use super::{rounds, tools};
-use crate::config::{ConfigStamp, config_stamp_after};
+use crate::config::{ConfigStamp, ConfigWatch, config_stamp_after};
 use crate::host::Host;
 use crate::page::ApprovalPages;
 
-/// The hub opened for a configuration stamp, if any.
-type OpenHost = Option<(ConfigStamp, Arc<Host>)>;
+/// The hub opened for a configuration stamp, if any, and the watch that says when the
+/// configuration must be stamped again.
+#[derive(Default)]
+struct OpenHost {
+    open: Option<(ConfigStamp, Arc<Host>)>,
+    /// Made with the first hub opened; `None` before, or where it cannot be relied on.
+    watch: Option<ConfigWatch>,
+}
 
 /// Serves the three tools over one hub. Each call runs on a blocking thread of its own, so the
 /// engine's runtime (which is not `Send`) never meets the server's. The open hub is kept between calls —
@@ -83,7 +89,7 @@ impl HubServer {
             home: home.to_owned(),
             profile: profile.to_owned(),
             limits: Limits::DEFAULT,
-            host: Arc::new(Mutex::new(None)),
+            host: Arc::new(Mutex::new(OpenHost::default())),
             pages,
             waiting: Arc::new(Mutex::new(HashMap::new())),
             skills: Arc::new(HubSkills::new(home.to_owned())),
@@ -93,8 +99,16 @@ impl HubServer {
     /// The open hub, reopened if its configuration changed on disk since it was opened.
     pub(super) fn host(&self) -> Result<Arc<Host>> {
         let mut cached = self.host.lock().map_err(|_| anyhow::anyhow!("the hub's state is poisoned"))?;
-        let stamp = config_stamp_after(&self.home, cached.as_ref().map(|(seen, _)| seen));
-        if let Some((seen, host)) = cached.as_mut()
+        let OpenHost { open, watch } = &mut *cached;
+        // Nothing changed in the configuration's directories since the last look: no need to
+        // stamp them. The watch is read before anything else is, so a change made after this
+        // point is seen by the next call.
+        let unchanged = watch.as_mut().is_some_and(|watch| !watch.changed());
+        if unchanged && let Some((_, host)) = open.as_ref() {
+            return Ok(Arc::clone(host));
+        }
+        let stamp = config_stamp_after(&self.home, open.as_ref().map(|(seen, _)| seen));
+        if let Some((seen, host)) = open.as_mut()
             && *seen == stamp
         {
             // The same configuration, but keep the new stamp: a directory that has settled
@@ -102,15 +116,19 @@ impl HubServer {
             *seen = stamp;
             return Ok(Arc::clone(host));
         }
+        if watch.is_none() {
+            // Begun before the configuration is read for the hub, so no change goes unseen.
+            *watch = ConfigWatch::new(&self.home);
+        }
         let host = Arc::new(Host::open_for_server(&self.home, &self.profile)?);
-        *cached = Some((config_stamp_after(&self.home, Some(&stamp)), Arc::clone(&host)));
+        *open = Some((config_stamp_after(&self.home, Some(&stamp)), Arc::clone(&host)));
         Ok(host)
     }
 
     /// Lets go of the open hub, so its sources stop once no call holds it.
     pub fn close(&self) {
         if let Ok(mut cached) = self.host.lock() {
-            cached.take();
+            cached.open.take();
         }
     }
 
@@ -389,7 +407,7 @@ impl ServerHandler for HubServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Only the hub already open is looked at: this must not block.
-        let cached = self.host.try_lock().ok()?.as_ref().map(|(_, host)| Arc::clone(host));
+        let cached = self.host.try_lock().ok()?.open.as_ref().map(|(_, host)| Arc::clone(host));
         match cached.as_deref().and_then(Host::direct) {
             Some(direct) => direct.definitions.iter().find(|t| t.name == name).cloned(),
             None => tools::definition(name, &self.limits),

@@ -38,6 +38,25 @@ pub(super) fn forget_failure(path: &Path) {
     }
 }
 
+/// The records handed to the writer threads (or held back for them) and not yet in place, by
+/// path, once per write.
+static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Whether a record for `path` this process saved is still on its way to disk. While a run's
+/// attempt goes on only the process running it saves its record: another waits for the record
+/// to be in place before it loads the run at all.
+pub(super) fn in_flight(path: &Path) -> bool {
+    IN_FLIGHT.lock().map_or(true, |paths| paths.iter().any(|p| p == path))
+}
+
+fn landed(path: &Path) {
+    if let Ok(mut paths) = IN_FLIGHT.lock()
+        && let Some(at) = paths.iter().position(|p| p == path)
+    {
+        paths.swap_remove(at);
+    }
+}
+
 /// How many records the writer threads still have to put in place.
 static BEHIND: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
@@ -103,6 +122,9 @@ pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
     if let Ok(mut behind) = BEHIND.0.lock() {
         *behind += 1;
     }
+    if let Ok(mut paths) = IN_FLIGHT.lock() {
+        paths.push(write.path.clone());
+    }
     let write = HELD.with(|held| match held.try_borrow_mut().as_deref_mut() {
         Ok(Some(held)) => {
             held.push(write);
@@ -166,6 +188,7 @@ fn hand_over_or_write(write: WriteBehind) -> Result<(), StoreError> {
     // No writer threads: the record is written here, as without one.
     let WriteBehind { path, journal, bytes, locks, prepare: _ } = write;
     let written = write_record(&path, &bytes, &[&journal]);
+    landed(&path);
     drop(locks);
     finish_one();
     written.map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
@@ -184,9 +207,10 @@ fn put_in_place(write: WriteBehind) {
         // that started its attempt, and resumes.
         eprintln!("warning: {err:#}; the run is left to resume");
         if let Ok(mut failed) = FAILED.lock() {
-            failed.push((path, format!("{err:#}")));
+            failed.push((path.clone(), format!("{err:#}")));
         }
     }
+    landed(&path);
     drop(locks);
     finish_one();
 }

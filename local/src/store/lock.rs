@@ -60,21 +60,36 @@ impl Store {
         which: RunLock,
         exclusive: bool,
     ) -> Result<RecordLock, StoreError> {
+        let lock = self.open_run_lock(id, which, exclusive, exclusive)?;
+        Ok(lock.unwrap_or(RecordLock { _file: None, journal: false }))
+    }
+
+    /// [`Store::run_lock`], taken only when the run's journal already exists (`None` when it
+    /// does not): for a journal whose name must already be durable.
+    pub(super) fn run_lock_if_journal(
+        &self,
+        id: &str,
+        which: RunLock,
+        exclusive: bool,
+    ) -> Result<Option<RecordLock>, StoreError> {
+        self.open_run_lock(id, which, exclusive, false)
+    }
+
+    fn open_run_lock(
+        &self,
+        id: &str,
+        which: RunLock,
+        exclusive: bool,
+        create: bool,
+    ) -> Result<Option<RecordLock>, StoreError> {
         // A record this thread holds back may hold the lock it is about to wait for.
         super::behind::release_held();
         let path = self.journal_path(id)?;
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(exclusive)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path);
+        let opened =
+            OpenOptions::new().read(true).write(true).create(create).truncate(false).mode(0o600).open(&path);
         let file = match opened {
             Ok(file) => file,
-            Err(err) if !exclusive && err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(RecordLock { _file: None, journal: false });
-            }
+            Err(err) if !create && err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(io_error(&path, err)),
         };
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
@@ -87,7 +102,10 @@ impl Store {
             file
         };
         lock_range(&file, RUN_LOCKS_AT + which as i64, exclusive).map_err(|e| io_error(&path, e))?;
-        Ok(RecordLock { _file: Some(file), journal: cfg!(any(target_os = "linux", target_os = "android")) })
+        Ok(Some(RecordLock {
+            _file: Some(file),
+            journal: cfg!(any(target_os = "linux", target_os = "android")),
+        }))
     }
 
     /// The lock a write left to the writer threads holds until its record is in place.

@@ -53,7 +53,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::behind::{AnswerFirst, answer_first, wait_for_writes};
 pub use self::lock::RecordLock;
-pub use self::runs::is_run_id;
+pub use self::runs::{KeepJournal, is_run_id, keep_journal_open};
 use crate::platform::{now_ms, random_bytes};
 
 /// The store layout version this build writes. Migrations only go forward.

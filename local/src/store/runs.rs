@@ -3,8 +3,9 @@
 //! out, its outcome synced with the next intent or the run's record (group commit); the core's
 //! `RunStore` port over them, and pruning old runs.
 
+use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -14,8 +15,8 @@ use capabilities_core::record::{JournalEntry, RunId, RunRecord, RunStatus};
 
 use serde::{Deserialize, Serialize};
 
-use super::behind::{WriteBehind, failed_write, forget_failure, write_behind};
-use super::{Store, io_error, write_record};
+use super::behind::{WriteBehind, failed_write, forget_failure, in_flight, write_behind};
+use super::{RecordLock, Store, io_error, write_record};
 use crate::platform::random_bytes;
 
 impl Store {
@@ -31,15 +32,17 @@ impl Store {
 
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
         let path = self.run_path(&run.id)?;
+        let journal = self.journal_path(&run.id)?;
+        // An attempt that ends lets go of its journal once this record is saved.
+        let kept = if run.status == RunStatus::Running { None } else { take_kept(&journal) };
         let lock = self.lock(&run.id)?;
         // The outcomes journaled since the last sync are durable before the record says what
         // they led to, and before the answer built from them leaves.
-        self.sync_deferred(&run.id)?;
+        self.sync_deferred(&run.id, kept.as_ref())?;
         let bytes = serde_json::to_vec_pretty(run)
             .map_err(|e| StoreError::Corrupt(run.id.to_string(), e.to_string()))?;
         // The journal is created with the record, so one sync of the directory makes both names
         // durable and the first append needs only a sync of its own data.
-        let journal = self.journal_path(&run.id)?;
         // This write starts over whatever an earlier one left.
         forget_failure(&path);
         // A prepared journal counts as such for its run's first save only.
@@ -56,7 +59,11 @@ impl Store {
             RunStatus::AwaitingInput => false,
             // A run whose record so far is its journal's first line resumes from it just as
             // from a record on disk.
-            _ => path.exists() || started_in_journal(&journal),
+            _ => {
+                kept.as_ref().is_some_and(|kept| kept.started)
+                    || path.exists()
+                    || started_in_journal(&journal)
+            }
         };
         if self.write_behind && behind {
             let written = self.written_lock(&run.id, true)?;
@@ -89,20 +96,21 @@ impl Store {
         if run.attempts != 1 {
             return Ok(false);
         }
-        let _lock = self.run_lock(&run.id, super::lock::RunLock::Journal, true)?;
-        let mut file = match OpenOptions::new().append(true).open(journal) {
-            Ok(file) => file,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(err) => return Err(io_error(journal, err)),
+        // Never made here: a prepared journal's name is durable, one made now would not be.
+        let kept = match take_kept(journal) {
+            Some(kept) => kept,
+            None => match self.run_lock_if_journal(&run.id, super::lock::RunLock::Journal, true)? {
+                Some(lock) => Kept::new(journal, lock)?,
+                None => return Ok(false),
+            },
         };
-        if file.metadata().map_err(|e| io_error(journal, e))?.len() != 0 {
+        if kept.len != 0 {
             return Ok(false);
         }
         let mut line = serde_json::to_vec(&StartLine { kind: START, record: run })
             .map_err(|e| StoreError::Corrupt(run.id.to_string(), e.to_string()))?;
         line.push(b'\n');
-        file.write_all(&line).map_err(|e| io_error(journal, e))?;
-        Ok(true)
+        kept.append(line, false).map(|_| true)
     }
 
     /// The record in the first line of run `id`'s journal, for a run whose record was never
@@ -143,49 +151,24 @@ impl Store {
         let mut line =
             serde_json::to_vec(entry).map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         line.push(b'\n');
-        let lock = self.run_lock(id, super::lock::RunLock::Journal, true)?;
+        let kept = match take_kept(&path) {
+            Some(kept) => kept,
+            None => Kept::new(&path, self.run_lock(id, super::lock::RunLock::Journal, true)?)?,
+        };
         let record = self.run_path(id)?;
         if let Some(why) = failed_write(&record) {
             return Err(StoreError::Io(format!("runs/{id}.json"), why));
         }
-        // The journal opened for its lock, where the lock is a range of the journal itself.
-        let opened;
-        let file = match lock.journal() {
-            Some(file) => file,
-            None => {
-                opened = OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .read(true)
-                    .write(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .map_err(|e| io_error(&path, e))?;
-                &opened
-            }
-        };
-        // Every writer of the journal holds its append lock, so its end stays where it is read.
-        // A line torn by a crash is only ever the last one; start on a fresh line after it.
-        let len = file.metadata().map_err(|e| io_error(&path, e))?.len();
-        if len > 0 && !ends_with_newline(file, len) {
-            line.insert(0, b'\n');
-        }
-        {
-            use std::os::unix::fs::FileExt;
-            file.write_all_at(&line, len).map_err(|e| io_error(&path, e))?;
-        }
+        kept.append(line, durable)?;
         if !durable {
-            unsynced().insert(path);
             return Ok(());
         }
-        // One sync makes this line and any deferred before it durable.
-        unsynced().remove(&path);
-        file.sync_data().map_err(|e| io_error(&path, e))?;
         // The record that started this attempt is on disk before the append returns, so before
         // the call it announces goes out. Its sync overlaps this one: a line that lands without
         // its record names a call that was never made, and a line without an outcome is never
-        // repeated on resume, whatever the reason it has none.
-        let _written = self.written_lock(id, false)?;
+        // repeated on resume, whatever the reason it has none. Only this process can have that
+        // record on its way (see `in_flight`); with none, there is nothing to wait for.
+        let _written = if in_flight(&record) { Some(self.written_lock(id, false)?) } else { None };
         match failed_write(&record) {
             Some(why) => Err(StoreError::Io(format!("runs/{id}.json"), why)),
             None => Ok(()),
@@ -193,12 +176,15 @@ impl Store {
     }
 
     /// Syncs the run's journal if lines were appended to it without a sync.
-    fn sync_deferred(&self, id: &str) -> Result<(), StoreError> {
+    fn sync_deferred(&self, id: &str, kept: Option<&Kept>) -> Result<(), StoreError> {
         let path = self.journal_path(id)?;
         if !unsynced().remove(&path) {
             return Ok(());
         }
-        let synced = File::open(&path).and_then(|file| file.sync_data());
+        let synced = match kept.filter(|kept| kept.path == path) {
+            Some(kept) => kept.file().sync_data(),
+            None => File::open(&path).and_then(|file| file.sync_data()),
+        };
         synced.map_err(|e| {
             // Still owed: the next attempt tries again.
             unsynced().insert(path.clone());
@@ -362,6 +348,145 @@ fn was_taken(journal: &Path) -> bool {
     }
 }
 
+/// A run's journal held open with its append lock ([`RunLock::Journal`](super::lock::RunLock)),
+/// and where its next line goes: while the lock is held only its holder appends, so the length
+/// it read once stays true.
+struct Kept {
+    path: PathBuf,
+    lock: RecordLock,
+    /// The journal opened apart from its lock, where the lock is not a range of the journal.
+    file: Option<File>,
+    len: u64,
+    /// Whether the last line was torn by a crash (no newline), so the next starts a fresh one.
+    torn: bool,
+    /// Whether the journal's first line is its run's first record.
+    started: bool,
+}
+
+impl Kept {
+    /// The journal at `path` under its append lock `lock`.
+    fn new(path: &Path, lock: RecordLock) -> Result<Kept, StoreError> {
+        let file = match lock.journal() {
+            Some(_) => None,
+            None => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .read(true)
+                    .write(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| io_error(path, e))?,
+            ),
+        };
+        let mut kept = Kept { path: path.to_owned(), lock, file, len: 0, torn: false, started: false };
+        kept.len = kept.file().metadata().map_err(|e| io_error(path, e))?.len();
+        kept.torn = kept.len > 0 && !ends_with_newline(kept.file(), kept.len);
+        kept.started = kept.len > 0 && {
+            use std::os::unix::fs::FileExt;
+            let mut head = [0u8; 16];
+            kept.file().read_exact_at(&mut head, 0).is_ok() && is_start_line(&head)
+        };
+        Ok(kept)
+    }
+
+    fn file(&self) -> &File {
+        match (self.lock.journal(), &self.file) {
+            (Some(file), _) | (None, Some(file)) => file,
+            (None, None) => unreachable!("a kept journal is open"),
+        }
+    }
+
+    /// Writes `line` at the journal's end; with `durable`, syncs it (and every line before it).
+    /// Kept for the thread's next append once written, unless that failed.
+    fn append(mut self, mut line: Vec<u8>, durable: bool) -> Result<(), StoreError> {
+        use std::os::unix::fs::FileExt;
+        if self.torn {
+            line.insert(0, b'\n');
+        }
+        self.file().write_all_at(&line, self.len).map_err(|e| io_error(&self.path, e))?;
+        if self.len == 0 && is_start_line(&line) {
+            self.started = true;
+        }
+        self.len += line.len() as u64;
+        self.torn = false;
+        if durable {
+            // One sync makes this line and any deferred before it durable.
+            unsynced().remove(&self.path);
+            self.file().sync_data().map_err(|e| io_error(&self.path, e))?;
+        } else {
+            unsynced().insert(self.path.clone());
+        }
+        keep(self);
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Whether this thread keeps a run's journal open between appends ([`keep_journal_open`]),
+    /// and the one it keeps.
+    static KEPT: RefCell<(bool, Option<Kept>)> = const { RefCell::new((false, None)) };
+}
+
+/// The journal kept for `path` on this thread, taken; one kept for another path is let go.
+fn take_kept(path: &Path) -> Option<Kept> {
+    KEPT.with(|cell| {
+        let mut cell = cell.try_borrow_mut().ok()?;
+        let kept = cell.1.take()?;
+        (kept.path == path).then_some(kept)
+    })
+}
+
+/// Keeps `kept` for this thread's next append, if this thread keeps journals.
+fn keep(kept: Kept) {
+    KEPT.with(|cell| {
+        if let Ok(mut cell) = cell.try_borrow_mut()
+            && cell.0
+        {
+            cell.1 = Some(kept);
+        }
+    });
+}
+
+/// While the returned guard lives, this thread keeps the journal of the run it is running open,
+/// with its append lock, from one append to the next: the appends of an attempt then cost no
+/// open, lock, stat or read each. The journal is let go when the run's record says the attempt
+/// ended, when the thread appends to another run's journal, and when the guard drops (whether
+/// the engine's work returned or unwound), so no lock outlives the work that took it. Nothing
+/// else appends to a journal while its run's attempt goes on.
+pub fn keep_journal_open() -> KeepJournal {
+    let keeps = KEPT.with(|cell| {
+        cell.try_borrow_mut().is_ok_and(|mut cell| {
+            let free = !cell.0;
+            cell.0 = true;
+            free
+        })
+    });
+    KeepJournal { keeps, _thread: std::marker::PhantomData }
+}
+
+/// Lets go of this thread's kept journal when dropped. Stays on its thread.
+#[must_use = "a journal is kept only while the guard lives"]
+pub struct KeepJournal {
+    /// Whether this guard started the keeping (an inner one leaves it to the outer).
+    keeps: bool,
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for KeepJournal {
+    fn drop(&mut self) {
+        if self.keeps {
+            let kept = KEPT.with(|cell| {
+                cell.try_borrow_mut().ok().and_then(|mut cell| {
+                    cell.0 = false;
+                    cell.1.take()
+                })
+            });
+            drop(kept);
+        }
+    }
+}
+
 /// Journals with lines appended and not yet synced, in this process (deferred outcomes).
 fn unsynced() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<PathBuf>> {
     static UNSYNCED: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
@@ -519,6 +644,64 @@ mod tests {
         let next = store.take_prepared_run().expect("a journal prepared behind the record");
         assert_ne!(next, id);
         assert_eq!(fs::read(store.journal_path(&next).unwrap()).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_kept_journal_takes_every_line_in_order_and_is_let_go_when_the_attempt_ends() {
+        let (_dir, store) = server_store();
+        let id = "run_00000000000000c4";
+        let journal = store.journal_path(id).unwrap();
+        let call = |seq| JournalEntry::Call {
+            seq,
+            address: "notes.list".into(),
+            connection: None,
+            digest: "d".into(),
+            at_ms: 2,
+        };
+        let outcome = |seq| JournalEntry::Outcome {
+            seq,
+            outcome: capabilities_core::record::CallOutcome::Ok { value: serde_json::json!({ "n": seq }) },
+            ms: 3,
+        };
+        // A line written before this thread kept the journal.
+        let mut first = serde_json::to_vec(&call(0)).unwrap();
+        first.push(b'\n');
+        fs::write(&journal, first).unwrap();
+        let kept = keep_journal_open();
+        store.save_run_sync(&run(id, RunStatus::Running)).unwrap();
+        store.append_journal_sync(id, &call(1)).unwrap();
+        store.append_journal_line(id, &outcome(1), false).unwrap();
+        // Kept: another thread's append waits for it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                store.append_journal_sync(id, &call(9)).unwrap();
+                tx.send(()).unwrap();
+            });
+            assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "appended while kept");
+            store.append_journal_sync(id, &call(2)).unwrap();
+            store.append_journal_line(id, &outcome(2), false).unwrap();
+            // The attempt ends: its record lets the journal go, synced first.
+            store.save_run_sync(&run(id, RunStatus::Completed)).unwrap();
+            assert!(!unsynced().contains(&journal), "the deferred outcome was synced with the record");
+            rx.recv_timeout(Duration::from_secs(5)).expect("appended once let go");
+        });
+        assert_eq!(
+            store.read_journal_sync(id).unwrap(),
+            vec![call(0), call(1), outcome(1), call(2), outcome(2), call(9)],
+            "each line whole, in order"
+        );
+        // A guard dropped lets go too, whatever the engine left undone.
+        store.append_journal_sync(id, &call(3)).unwrap();
+        drop(kept);
+        let other = std::thread::spawn({
+            let store = store.clone();
+            move || store.append_journal_sync(id, &call(4))
+        });
+        other.join().unwrap().unwrap();
+        // Without a guard, nothing is kept.
+        store.append_journal_sync(id, &call(5)).unwrap();
+        assert!(KEPT.with(|cell| cell.borrow().1.is_none()));
     }
 
     #[test]
