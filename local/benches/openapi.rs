@@ -146,6 +146,26 @@ fn bench(c: &mut Criterion) {
             spent
         })
     });
+    // The same call in code never sent before: nothing of its preparing or compiling is kept
+    // from an earlier run (the hub keeps the last few, and a model often sends the same code).
+    let mut sent = 0u64;
+    group.bench_function("through_execute_new_code", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                sent += 1;
+                let code = format!("{code} // {sent}");
+                let records = capabilities::store::answer_first();
+                let started = Instant::now();
+                let envelope = host.execute(&code).unwrap();
+                spent += started.elapsed();
+                assert!(serde_json::to_string(&envelope).unwrap().contains("200"));
+                drop(records);
+                capabilities::host::after_answer();
+            }
+            spent
+        })
+    });
     group.finish();
     capabilities::store::wait_for_writes();
 }
