@@ -345,15 +345,21 @@ impl ConfigWatch {
 mod tests {
     use super::*;
 
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_watch_sees_every_kind_of_change_and_nothing_else() {
+    /// A store's configuration directories with one source record in them.
+    fn configuration() -> (tempfile::TempDir, std::path::PathBuf) {
         let root = tempfile::tempdir().expect("a temp dir");
         for dir in CONFIG_DIRS {
             fs::create_dir(root.path().join(dir)).expect("a config dir");
         }
         let record = root.path().join("sources/a.json");
         fs::write(&record, "{}").expect("a record");
+        (root, record)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_watch_sees_every_kind_of_change_and_nothing_else() {
+        let (root, record) = configuration();
         // A filesystem it cannot rely on gives no watch; the test's temp dir is a local one.
         let Some(mut watch) = ConfigWatch::new(root.path()) else {
             panic!("no watch on {}", root.path().display())
@@ -406,12 +412,7 @@ mod tests {
 
     #[test]
     fn stamps_see_every_change_whether_or_not_a_listing_is_reused() {
-        let root = tempfile::tempdir().expect("a temp dir");
-        for dir in CONFIG_DIRS {
-            fs::create_dir(root.path().join(dir)).expect("a config dir");
-        }
-        let record = root.path().join("sources/a.json");
-        fs::write(&record, "{}").expect("a record");
+        let (root, record) = configuration();
         age(&record, 20);
         for dir in CONFIG_DIRS {
             age(&root.path().join(dir), 10);
