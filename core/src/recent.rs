@@ -2,7 +2,27 @@
 //! same call made in a loop, a direct-mode tool whose every call runs one body) is not worked
 //! out again. A short list, newest first, searched in order; kept per thread by its users.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::thread::LocalKey;
+
+/// Inputs longer than this are worked out every time, so what is kept stays small.
+pub(crate) const MAX_KEPT_INPUT_BYTES: usize = 16 * 1024;
+
+/// `work()`'s answer for `key`: the one kept in this thread's `recent` when `key` is there,
+/// else worked out and, when it is `Ok`, kept.
+pub(crate) fn remembered<K: PartialEq, V: Clone, E>(
+    recent: &'static LocalKey<RefCell<Recent<K, V>>>,
+    key: K,
+    work: impl FnOnce() -> Result<V, E>,
+) -> Result<V, E> {
+    if let Some(value) = recent.with(|recent| recent.try_borrow_mut().ok()?.get(&key)) {
+        return Ok(value);
+    }
+    let value = work()?;
+    recent.with(|recent| recent.try_borrow_mut().map(|mut recent| recent.put(key, value.clone())).ok());
+    Ok(value)
+}
 
 /// Up to `capacity` inputs and their answers, the most recently used first.
 pub(crate) struct Recent<K, V> {

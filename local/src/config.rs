@@ -259,6 +259,7 @@ pub struct ConfigWatch {
     inotify: nix::sys::inotify::Inotify,
     /// Set once the watch can no longer tell (its queue overflowed, a watched directory went,
     /// a read failed): from then on it always answers "changed".
+    #[cfg(target_os = "linux")]
     blind: bool,
 }
 

@@ -174,24 +174,17 @@ const SYNTAX_HINT: &str =
 pub fn prepare(source: &str, max_bytes: usize) -> Result<Prepared, CodeError> {
     use std::cell::RefCell;
 
-    use crate::recent::Recent;
+    use crate::recent::{MAX_KEPT_INPUT_BYTES, Recent, remembered};
 
-    /// Sources longer than this are prepared every time: the kept answers stay small.
-    const KEPT_SOURCE_BYTES: usize = 16 * 1024;
     thread_local! {
-        static PREPARED: RefCell<Recent<(String, usize), Result<Prepared, CodeError>>> =
-            const { RefCell::new(Recent::new(8)) };
+        /// The last few sources prepared: preparing is a pure function of the text.
+        static PREPARED: RefCell<Recent<(String, usize), Prepared>> = const { RefCell::new(Recent::new(8)) };
     }
-    if source.len() > KEPT_SOURCE_BYTES {
-        return prepare_steps(source, max_bytes).and_then(parses_as_javascript);
+    let work = || prepare_steps(source, max_bytes).and_then(parses_as_javascript);
+    if source.len() > MAX_KEPT_INPUT_BYTES {
+        return work();
     }
-    let key = (source.to_owned(), max_bytes);
-    if let Some(answer) = PREPARED.with(|recent| recent.try_borrow_mut().ok()?.get(&key)) {
-        return answer;
-    }
-    let answer = prepare_steps(source, max_bytes).and_then(parses_as_javascript);
-    PREPARED.with(|recent| recent.try_borrow_mut().map(|mut recent| recent.put(key, answer.clone())).ok());
-    answer
+    remembered(&PREPARED, (source.to_owned(), max_bytes), work)
 }
 
 /// The body must also parse as JavaScript, as the sandbox parses it: the TypeScript parse lets

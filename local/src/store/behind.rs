@@ -1,5 +1,5 @@
 //! The writer threads: run records handed over by `save_run` are put in place here, behind the
-//! run (see the ordering in the store's module docs). The queue, the count of records still on
+//! run (see the ordering in the store's module docs). The queue, the records still on
 //! their way and the failed writes are statics, shared by every [`Store`](super::Store) in the
 //! process.
 
@@ -38,27 +38,16 @@ pub(super) fn forget_failure(path: &Path) {
     }
 }
 
-/// The records handed to the writer threads (or held back for them) and not yet in place, by
-/// path, once per write.
-static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// The records the writer threads still have to put in place (handed over or held back for
+/// them), by path, once per write.
+static BEHIND: (Mutex<Vec<PathBuf>>, Condvar) = (Mutex::new(Vec::new()), Condvar::new());
 
 /// Whether a record for `path` this process saved is still on its way to disk. While a run's
 /// attempt goes on only the process running it saves its record: another waits for the record
 /// to be in place before it loads the run at all.
 pub(super) fn in_flight(path: &Path) -> bool {
-    IN_FLIGHT.lock().map_or(true, |paths| paths.iter().any(|p| p == path))
+    BEHIND.0.lock().map_or(true, |paths| paths.iter().any(|p| p == path))
 }
-
-fn landed(path: &Path) {
-    if let Ok(mut paths) = IN_FLIGHT.lock()
-        && let Some(at) = paths.iter().position(|p| p == path)
-    {
-        paths.swap_remove(at);
-    }
-}
-
-/// How many records the writer threads still have to put in place.
-static BEHIND: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// How many writer threads put records in place: a run's last record and the next run's first
 /// are written side by side, not one after the other. The writes of one run are ordered by its
@@ -120,10 +109,7 @@ pub(super) fn release_held() {
 /// A thread holding its records back keeps it until its answer has left ([`answer_first`]).
 pub(super) fn write_behind(write: WriteBehind) -> Result<(), StoreError> {
     if let Ok(mut behind) = BEHIND.0.lock() {
-        *behind += 1;
-    }
-    if let Ok(mut paths) = IN_FLIGHT.lock() {
-        paths.push(write.path.clone());
+        behind.push(write.path.clone());
     }
     let write = HELD.with(|held| match held.try_borrow_mut().as_deref_mut() {
         Ok(Some(held)) => {
@@ -188,9 +174,8 @@ fn hand_over_or_write(write: WriteBehind) -> Result<(), StoreError> {
     // No writer threads: the record is written here, as without one.
     let WriteBehind { path, journal, bytes, locks, prepare: _ } = write;
     let written = write_record(&path, &bytes, &[&journal]);
-    landed(&path);
     drop(locks);
-    finish_one();
+    landed(&path);
     written.map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
 }
 
@@ -210,14 +195,16 @@ fn put_in_place(write: WriteBehind) {
             failed.push((path.clone(), format!("{err:#}")));
         }
     }
-    landed(&path);
     drop(locks);
-    finish_one();
+    landed(&path);
 }
 
-fn finish_one() {
+/// Counts the write of `path` done, once its locks are let go.
+fn landed(path: &Path) {
     if let Ok(mut behind) = BEHIND.0.lock() {
-        *behind = behind.saturating_sub(1);
+        if let Some(at) = behind.iter().position(|p| p == path) {
+            behind.swap_remove(at);
+        }
         BEHIND.1.notify_all();
     }
 }
@@ -226,7 +213,7 @@ fn finish_one() {
 pub fn wait_for_writes() {
     release_held();
     let Ok(mut behind) = BEHIND.0.lock() else { return };
-    while *behind > 0 {
+    while !behind.is_empty() {
         match BEHIND.1.wait(behind) {
             Ok(next) => behind = next,
             Err(_) => return,

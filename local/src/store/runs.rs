@@ -59,11 +59,10 @@ impl Store {
             RunStatus::AwaitingInput => false,
             // A run whose record so far is its journal's first line resumes from it just as
             // from a record on disk.
-            _ => {
-                kept.as_ref().is_some_and(|kept| kept.started)
-                    || path.exists()
-                    || started_in_journal(&journal)
-            }
+            _ => match &kept {
+                Some(kept) => kept.started || path.exists() || starts_with_record(kept.file()),
+                None => path.exists() || started_in_journal(&journal),
+            },
         };
         if self.write_behind && behind {
             let written = self.written_lock(&run.id, true)?;
@@ -295,9 +294,14 @@ fn is_start_line(line: &[u8]) -> bool {
 
 /// Whether the journal at `path` starts with the run's first record.
 fn started_in_journal(path: &Path) -> bool {
+    File::open(path).is_ok_and(|file| starts_with_record(&file))
+}
+
+/// Whether the journal open as `file` starts with the run's first record.
+fn starts_with_record(file: &File) -> bool {
     use std::os::unix::fs::FileExt;
     let mut head = [0u8; 16];
-    File::open(path).and_then(|file| file.read_exact_at(&mut head, 0)).is_ok() && is_start_line(&head)
+    file.read_exact_at(&mut head, 0).is_ok() && is_start_line(&head)
 }
 
 /// Journals this process created ahead for runs not started yet, each with its name durable.
@@ -359,7 +363,7 @@ struct Kept {
     len: u64,
     /// Whether the last line was torn by a crash (no newline), so the next starts a fresh one.
     torn: bool,
-    /// Whether the journal's first line is its run's first record.
+    /// Whether this thread wrote the run's first record as the journal's first line.
     started: bool,
 }
 
@@ -382,11 +386,6 @@ impl Kept {
         let mut kept = Kept { path: path.to_owned(), lock, file, len: 0, torn: false, started: false };
         kept.len = kept.file().metadata().map_err(|e| io_error(path, e))?.len();
         kept.torn = kept.len > 0 && !ends_with_newline(kept.file(), kept.len);
-        kept.started = kept.len > 0 && {
-            use std::os::unix::fs::FileExt;
-            let mut head = [0u8; 16];
-            kept.file().read_exact_at(&mut head, 0).is_ok() && is_start_line(&head)
-        };
         Ok(kept)
     }
 

@@ -11,7 +11,7 @@ use rquickjs::context::intrinsic::{Eval, RegExpCompiler};
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Module, Runtime, WriteOptions};
 
-use crate::recent::Recent;
+use crate::recent::{MAX_KEPT_INPUT_BYTES, Recent, remembered};
 use crate::sandbox::GuestError;
 
 /// Why text did not become bytecode.
@@ -66,23 +66,17 @@ pub(crate) fn prepare() -> Result<(), String> {
 /// the bytecode carries no line numbers (smaller, faster to load; fine for the prelude, whose
 /// frames are hidden from the guest anyway).
 pub(crate) fn compile_module(name: &str, source: &str, debug: bool) -> Result<Vec<u8>, CompileError> {
-    /// Sources longer than this are compiled every time: the kept bytecode stays small.
-    const KEPT_SOURCE_BYTES: usize = 16 * 1024;
     thread_local! {
         /// The last few compiles that succeeded, by name, source and debug: compiling is a pure
         /// function of them, and the bytecode is loaded into a fresh runtime every time.
         static COMPILED: RefCell<Recent<(String, String, bool), Vec<u8>>> = const { RefCell::new(Recent::new(8)) };
     }
-    if source.len() > KEPT_SOURCE_BYTES {
+    if source.len() > MAX_KEPT_INPUT_BYTES {
         return compile_uncached(name, source, debug);
     }
-    let key = (name.to_owned(), source.to_owned(), debug);
-    if let Some(bytecode) = COMPILED.with(|recent| recent.try_borrow_mut().ok()?.get(&key)) {
-        return Ok(bytecode);
-    }
-    let bytecode = compile_uncached(name, source, debug)?;
-    COMPILED.with(|recent| recent.try_borrow_mut().map(|mut recent| recent.put(key, bytecode.clone())).ok());
-    Ok(bytecode)
+    remembered(&COMPILED, (name.to_owned(), source.to_owned(), debug), || {
+        compile_uncached(name, source, debug)
+    })
 }
 
 fn compile_uncached(name: &str, source: &str, debug: bool) -> Result<Vec<u8>, CompileError> {
