@@ -12,6 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::http::{self, Refusal, TapClient};
+use super::lane::{Lane, LaneEnd};
 use super::stderr::{StderrTail, scrub};
 use super::stdio::{self, ServerProcess, StdioSpec};
 use super::tap::RawTap;
@@ -24,6 +25,8 @@ pub(super) struct Connection {
     /// HTTP only: the source's last refusal of the credentials.
     refusal: Option<Refusal>,
     process: Option<ServerProcess>,
+    /// Stdio only: calls made in place, straight over the server's pipes.
+    lane: Option<Lane>,
     tail: Option<StderrTail>,
     /// SHA-256 over the spec and the credential values it started with.
     pub(super) fingerprint: [u8; 32],
@@ -33,6 +36,12 @@ pub(super) struct Connection {
 impl Connection {
     pub(super) fn alive(&self) -> bool {
         !self.service.is_closed() && self.process.as_ref().is_none_or(|p| p.exited().is_none())
+    }
+
+    /// Whether calls can be made in place ([`Connection::call_tool_in_place`]): a stdio server
+    /// whose pipes are open.
+    pub(super) fn has_lane(&self) -> bool {
+        self.lane.as_ref().is_some_and(|lane| !lane.is_closed())
     }
 
     /// Process group of its stdio server.
@@ -121,7 +130,7 @@ impl Connection {
         tail.add_secrets(secrets.iter().map(String::as_str));
         let command = stdio::command(stdio_spec, credentials)
             .map_err(|reason| SourceError::Start { namespace: namespace.to_owned(), reason })?;
-        let (transport, process) =
+        let (transport, process, lane) =
             stdio::spawn(command, tail.clone(), tap.clone()).await.map_err(|e| SourceError::Start {
                 namespace: namespace.to_owned(),
                 reason: format!("could not run `{}`: {e}", spec_command(spec)),
@@ -136,6 +145,7 @@ impl Connection {
                     tap,
                     refusal: None,
                     process: Some(process),
+                    lane: Some(lane),
                     tail: Some(tail),
                     fingerprint,
                     secrets,
@@ -195,6 +205,7 @@ impl Connection {
                 tap,
                 refusal: Some(refusal),
                 process: None,
+                lane: None,
                 tail: None,
                 fingerprint,
                 secrets,
@@ -251,6 +262,55 @@ impl Connection {
         }
     }
 
+    /// Calls `tool` over the lane, on the caller's runtime: what [`Connection::request`] does
+    /// for `tools/call`, with the same errors, without the hop to the pool's runtime.
+    pub(super) async fn call_tool_in_place(
+        &self,
+        namespace: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        timeout: Duration,
+    ) -> Result<Value, SourceError> {
+        let Some(lane) = &self.lane else { return Err(self.closed(namespace)) };
+        let mut params = serde_json::Map::new();
+        params.insert("name".to_owned(), Value::String(tool.to_owned()));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".to_owned(), Value::Object(arguments));
+        }
+        let method = "tools/call";
+        lane.request(method, Value::Object(params), timeout).await.map_err(|end| match end {
+            LaneEnd::Refused { message, code } => SourceError::Refused {
+                namespace: namespace.to_owned(),
+                method: method.to_owned(),
+                message: scrub(&message, &self.secrets),
+                code,
+            },
+            LaneEnd::Timeout => SourceError::Timeout {
+                namespace: namespace.to_owned(),
+                method: method.to_owned(),
+                ms: millis(timeout),
+            },
+            LaneEnd::Closed => self.closed(namespace),
+            LaneEnd::Malformed => SourceError::Protocol {
+                namespace: namespace.to_owned(),
+                reason: format!("its answer to `{method}` is neither a result nor an error"),
+            },
+        })
+    }
+
+    /// Why a request got no answer once the connection closed: how the server ended, with its
+    /// last stderr line.
+    fn closed(&self, namespace: &str) -> SourceError {
+        let last_words = (self.tail.as_ref())
+            .and_then(StderrTail::last_line)
+            .map(|line| format!("; its last stderr line: {line}"))
+            .unwrap_or_default();
+        SourceError::Unavailable {
+            namespace: namespace.to_owned(),
+            reason: format!("{}{last_words}", self.describe_end()),
+        }
+    }
+
     /// The source's refusal of the credentials or its rate limit, if the last failure was one.
     fn refused(&self, namespace: &str) -> Option<SourceError> {
         let challenge = self.refusal.as_ref()?.take()?;
@@ -291,13 +351,7 @@ impl Connection {
                 namespace,
                 reason: format!("its answer to `{method}` is not the kind of result `{method}` returns"),
             },
-            ServiceError::TransportClosed | ServiceError::Cancelled { .. } => {
-                let last_words = (self.tail.as_ref())
-                    .and_then(StderrTail::last_line)
-                    .map(|line| format!("; its last stderr line: {line}"))
-                    .unwrap_or_default();
-                SourceError::Unavailable { namespace, reason: format!("{}{last_words}", self.describe_end()) }
-            }
+            ServiceError::TransportClosed | ServiceError::Cancelled { .. } => self.closed(&namespace),
             other => SourceError::Unavailable { namespace, reason: scrub(&other.to_string(), &self.secrets) },
         }
     }

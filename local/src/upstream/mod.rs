@@ -19,6 +19,7 @@
 mod connection;
 mod http;
 mod isolation;
+mod lane;
 mod openapi;
 mod pool;
 mod pooled;

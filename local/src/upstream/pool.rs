@@ -255,18 +255,7 @@ impl SourcePool {
             .get(namespace)
             .cloned()
             .ok_or_else(|| SourceError::UnknownSource(namespace.to_owned()))?;
-        let arguments = match arguments {
-            Value::Object(map) => Some(map.clone()),
-            Value::Null => None,
-            _ => {
-                return Err(SourceError::Refused {
-                    namespace: namespace.to_owned(),
-                    method: "tools/call".to_owned(),
-                    message: format!("the arguments for `{tool}` must be an object"),
-                    code: None,
-                });
-            }
-        };
+        let arguments = tool_arguments(namespace, tool, arguments)?;
         let connection = self.connection(&spec, credentials).await?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(arguments) = arguments {
@@ -274,6 +263,35 @@ impl SourcePool {
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         connection.request(namespace, "tools/call", request, timeout).await
+    }
+
+    /// The call of `tool` made in place, on the caller's runtime, when its source's server is
+    /// running now with these credentials and can take it there (a stdio server's lane): no
+    /// hop to the pool's runtime. `None` when the call should go through [`SourcePool::call_tool`]
+    /// (the server not started yet or being started, exited, restarted for new credentials, or
+    /// not over stdio).
+    pub fn call_tool_in_place(
+        &self,
+        namespace: &str,
+        tool: &str,
+        arguments: &Value,
+        credentials: &Credentials,
+        timeout: Duration,
+    ) -> Option<impl Future<Output = Result<Value, SourceError>> + use<>> {
+        let connection = {
+            let specs = lock(&self.inner.specs);
+            let fingerprint = fingerprint(specs.get(namespace)?, credentials);
+            let key = (namespace.to_owned(), credentials.connection.clone());
+            let slot = lock(&self.inner.slots).get(&key)?.clone();
+            // A slot being started or restarted is locked: that call goes through the pool.
+            let guard = slot.try_lock().ok()?;
+            let connection = guard.as_ref()?;
+            (connection.alive() && connection.fingerprint == fingerprint && connection.has_lane())
+                .then(|| Arc::clone(connection))?
+        };
+        let arguments = tool_arguments(namespace, tool, arguments);
+        let (namespace, tool) = (namespace.to_owned(), tool.to_owned());
+        Some(async move { connection.call_tool_in_place(&namespace, &tool, arguments?, timeout).await })
     }
 
     /// Calls one operation of an HTTP API source: a request, no connection to keep. With
@@ -391,6 +409,24 @@ impl SourcePool {
                 Err(error)
             }
         }
+    }
+}
+
+/// A call's arguments as `tools/call` sends them: an object, or none.
+fn tool_arguments(
+    namespace: &str,
+    tool: &str,
+    arguments: &Value,
+) -> Result<Option<serde_json::Map<String, Value>>, SourceError> {
+    match arguments {
+        Value::Object(map) => Ok(Some(map.clone())),
+        Value::Null => Ok(None),
+        _ => Err(SourceError::Refused {
+            namespace: namespace.to_owned(),
+            method: "tools/call".to_owned(),
+            message: format!("the arguments for `{tool}` must be an object"),
+            code: None,
+        }),
     }
 }
 

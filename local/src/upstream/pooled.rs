@@ -1,6 +1,8 @@
 //! The pooled upstream: the core's `Upstream` port over a [`SourcePool`]. A call to an MCP
-//! source is driven on the long-lived runtime the sources' connections live on, whatever
-//! runtime the run uses; a request to an HTTP API is made on the run's own runtime.
+//! source whose server runs over stdio now is made on the run's own runtime, over the server's
+//! lane; any other MCP call is driven on the long-lived runtime the sources' connections live
+//! on (which starts servers and keeps HTTP connections); a request to an HTTP API is made on
+//! the run's own runtime.
 
 use std::time::Duration;
 
@@ -56,6 +58,12 @@ impl Upstream for PooledUpstream {
                     Err(UpstreamError::Unavailable(format!("the call to the source stopped: {err}")))
                 })
             });
+        }
+        // On a run thread, to a server running now: written and answered right here.
+        if tokio::runtime::Handle::try_current().is_ok()
+            && let Some(call) = pool.call_tool_in_place(&namespace, &tool, &arguments, &credentials, timeout)
+        {
+            return Box::pin(async move { call.await.map_err(UpstreamError::from) });
         }
         let task = self
             .handle

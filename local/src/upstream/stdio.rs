@@ -26,10 +26,11 @@ use std::time::Duration;
 use capabilities_core::ports::Credentials;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::isolation;
+use super::lane::{Lane, SharedStdin};
 use super::spawner::{self, ProcessGroup};
 use super::stderr::{StderrTail, shorten};
 use super::tap::RawTap;
@@ -218,29 +219,67 @@ fn arm_parent_death_signal(command: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn arm_parent_death_signal(_command: &mut Command) {}
 
-/// Spawns the server and connects its pipes: stdout through the tap to the returned reader,
-/// stderr into `tail`.
+/// Spawns the server and connects its pipes: stdout through the lane and the tap to the
+/// returned reader, the returned writer's lines and the lane's to stdin, stderr into `tail`.
 pub(crate) async fn spawn(
     command: Command,
     tail: StderrTail,
     tap: RawTap,
-) -> io::Result<((DuplexStream, ChildStdin), ServerProcess)> {
+) -> io::Result<((DuplexStream, DuplexStream), ServerProcess, Lane)> {
     let spawned = spawner::spawn(command).await?;
     let noise = Arc::new(Mutex::new(Noise::default()));
-    let (client_side, pump_side) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(pump_stdout(spawned.stdout, pump_side, tap, Arc::clone(&noise)));
+    let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(Some(spawned.stdin)));
+    let lane = Lane::new(Arc::clone(&stdin));
+    let (client_reads, pump_writes) = tokio::io::duplex(64 * 1024);
+    let (client_writes, pump_reads) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(pump_stdout(spawned.stdout, pump_writes, tap, lane.clone(), Arc::clone(&noise)));
+    tokio::spawn(pump_stdin(pump_reads, stdin));
     tokio::spawn(pump_stderr(spawned.stderr, tail));
     let process = ServerProcess { group: spawned.group, exit: spawned.exit, noise };
-    Ok(((client_side, spawned.stdin), process))
+    Ok(((client_reads, client_writes), process, lane))
 }
 
-/// Forwards each JSON line of the server's stdout to the client, copying results into the tap.
-/// Lines that are not JSON are noted and dropped.
+/// Forwards each line the client writes to the server's stdin, whole, under the lock the lane
+/// takes too; closes stdin once the client is done.
+async fn pump_stdin(from_client: DuplexStream, stdin: SharedStdin) {
+    let mut reader = BufReader::with_capacity(64 * 1024, from_client);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_line_bounded(&mut reader, &mut line, MAX_LINE).await {
+            Ok(LineRead::Eof) | Err(_) => break,
+            // Never from rmcp, whose requests are far smaller: nothing half is sent.
+            Ok(LineRead::TooLong) => continue,
+            Ok(LineRead::Line) => {}
+        }
+        if super::lane::write_line(&stdin, &line).await.is_err() {
+            break;
+        }
+    }
+    // The server reads end-of-file, as when the client held its stdin itself.
+    stdin.lock().await.take();
+}
+
+/// Forwards each JSON line of the server's stdout to the client, copying results into the tap;
+/// answers to the lane's calls go to the lane instead. Lines that are not JSON are noted and
+/// dropped.
 async fn pump_stdout(
     stdout: ChildStdout,
     mut to_client: DuplexStream,
     tap: RawTap,
+    lane: Lane,
     noise: Arc<Mutex<Noise>>,
+) {
+    pump_lines(stdout, &mut to_client, &tap, &lane, &noise).await;
+    lane.close();
+}
+
+async fn pump_lines(
+    stdout: ChildStdout,
+    to_client: &mut DuplexStream,
+    tap: &RawTap,
+    lane: &Lane,
+    noise: &Mutex<Noise>,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
@@ -257,6 +296,7 @@ async fn pump_stdout(
         }
         match serde_json::from_slice::<Value>(text) {
             Ok(message) if complete && (message.is_object() || message.is_array()) => {
+                let Some(message) = lane.take_answer(message) else { continue };
                 tap.observe(&message);
                 let sent = async {
                     to_client.write_all(text).await?;

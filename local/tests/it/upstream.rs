@@ -227,6 +227,95 @@ async fn the_port_maps_timeouts_and_returns_raw_results() {
         .assert_eq(&missing.to_string());
 }
 
+/// A run thread calls a stdio server that is running over its lane, on its own runtime: the
+/// same results and the same errors as through the pool's runtime, timeouts cancelled, long
+/// requests whole, and a server that dies mid-call reported and restarted.
+#[test]
+fn calls_to_a_running_stdio_server_go_over_its_lane_with_the_same_answers() {
+    let sources = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let mark = marker("lane");
+    let pool = pool();
+    pool.register(family("lane", &mark));
+    let upstream = PooledUpstream::new(pool.clone(), sources.handle().clone());
+    // As a run thread: a runtime of its own, driven only while a run goes on.
+    let run = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let namespace = Namespace::new("lane").unwrap();
+    let credentials = none();
+    let upstream_call = |tool: &str, arguments: Value, timeout_ms| {
+        let request = UpstreamRequest {
+            namespace: &namespace,
+            tool,
+            http: None,
+            arguments: &arguments,
+            credentials: &credentials,
+            timeout_ms,
+        };
+        // Asked inside the run's runtime, as the engine asks.
+        run.block_on(async { Upstream::call(&upstream, request).await })
+    };
+    let through_pool = |tool: &str, arguments: Value| {
+        sources.block_on(call(&pool, "lane", tool, arguments, &none(), 10_000))
+    };
+    let in_place = |tool: &str, arguments: Value, ms| {
+        let call = pool.call_tool_in_place("lane", tool, &arguments, &none(), Duration::from_millis(ms));
+        run.block_on(call.expect("the running server has a lane"))
+    };
+
+    // Not started: nothing in place; the first call starts the server through the pool.
+    assert!(pool.call_tool_in_place("lane", "sleep", &json!({}), &none(), Duration::from_secs(1)).is_none());
+    let first = upstream_call("request_id", json!({}), 10_000).unwrap();
+    assert!(first_text(&first).is_number(), "rmcp numbers its requests: {first}");
+    let groups = pool.process_groups("lane");
+
+    // Running: the call goes over the lane, with the lane's id, and answers as through the pool.
+    let id = upstream_call("request_id", json!({}), 10_000).unwrap();
+    assert!(first_text(&id).as_str().is_some_and(|id| id.starts_with("lane-")), "{id}");
+    assert_eq!(
+        in_place("sleep", json!({"ms": 0}), 10_000).unwrap(),
+        through_pool("sleep", json!({"ms": 0})).unwrap()
+    );
+    let refused = in_place("refuse", json!({"message": "not that"}), 10_000).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        through_pool("refuse", json!({"message": "not that"})).unwrap_err().to_string()
+    );
+    expect!["source `lane` refused `tools/call`: MCP error -32602: not that"].assert_eq(&refused.to_string());
+    let not_object = in_place("sleep", json!([1]), 10_000).unwrap_err();
+    assert_eq!(not_object.to_string(), through_pool("sleep", json!([1])).unwrap_err().to_string());
+
+    // A request longer than one pipe write goes whole, and so do the calls after it.
+    let long = "x".repeat(200_000);
+    assert_eq!(first_text(&in_place("size", json!({"text": long}), 10_000).unwrap()), json!(200_000));
+    assert_eq!(first_text(&in_place("sleep", json!({"ms": 0}), 10_000).unwrap()), json!("slept"));
+
+    // A timeout cancels the call and leaves the server running for the next one.
+    assert_eq!(upstream_call("sleep", json!({"ms": 5_000}), 300).unwrap_err(), UpstreamError::Timeout(300));
+    assert_eq!(first_text(&upstream_call("sleep", json!({"ms": 0}), 10_000).unwrap()), json!("slept"));
+    assert_eq!(pool.process_groups("lane"), groups, "the timeout restarted the server");
+
+    // The server dies while a call waits: the call says so at once, and the next call starts
+    // a new server through the pool.
+    let node = marked_processes(&mark)
+        .into_iter()
+        .find(|p| p.contains("fixture-server.mjs") && !p.contains("sh -c"))
+        .unwrap();
+    let pid = node.split(' ').next().unwrap().to_owned();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    });
+    let started = Instant::now();
+    let died = in_place("sleep", json!({"ms": 20_000}), 30_000).unwrap_err();
+    killer.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "the call waited for its timeout");
+    assert!(matches!(died, SourceError::Unavailable { .. }), "{died}");
+    let again = upstream_call("sleep", json!({"ms": 0}), 10_000).unwrap();
+    assert_eq!(first_text(&again), json!("slept"));
+    assert_ne!(pool.process_groups("lane"), groups, "the dead server was not replaced");
+    drop((pool, upstream));
+    assert_eq!(wait_until_gone(&mark), Vec::<String>::new());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_does_not_exist_is_a_clear_error() {
     let pool = quick_pool();
