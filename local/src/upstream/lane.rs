@@ -115,21 +115,35 @@ impl Lane {
             return Err(LaneEnd::Closed);
         }
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        self.write(&message).await?;
-        let message = match tokio::time::timeout(timeout, answered).await {
-            Ok(Ok(message)) => message,
-            Ok(Err(_)) => return Err(LaneEnd::Closed),
+        // The timeout covers the write too: a server that stops reading its stdin fills the pipe.
+        let asked = async {
+            self.write(&message).await?;
+            answered.await.map_err(|_| LaneEnd::Closed)
+        };
+        let message = match tokio::time::timeout(timeout, asked).await {
+            Ok(answer) => answer?,
             Err(_) => {
-                let cancel = json!({
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": { "requestId": id, "reason": "request timeout" },
-                });
-                let _ = self.write(&cancel).await;
+                self.cancel(&id);
                 return Err(LaneEnd::Timeout);
             }
         };
         answer_of(message)
+    }
+
+    /// Tells the server the call `id` is no longer waited for, as rmcp does on a timeout. Sent
+    /// from the pool's runtime without waiting: the pipe may be full.
+    fn cancel(&self, id: &str) {
+        let cancel = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": { "requestId": id, "reason": "request timeout" },
+        });
+        let Ok(mut line) = serde_json::to_vec(&cancel) else { return };
+        line.push(b'\n');
+        let stdin = Arc::clone(&self.stdin);
+        self.pumps.spawn(async move {
+            let _ = write_line(&stdin, &line).await;
+        });
     }
 
     /// Writes one message as one line, under the lock the rmcp client's writes take too. A line

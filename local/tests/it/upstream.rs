@@ -312,6 +312,16 @@ fn calls_to_a_running_stdio_server_go_over_its_lane_with_the_same_answers() {
     let again = upstream_call("sleep", json!({"ms": 0}), 10_000).unwrap();
     assert_eq!(first_text(&again), json!("slept"));
     assert_ne!(pool.process_groups("lane"), groups, "the dead server was not replaced");
+
+    // A server that stops reading its stdin: the pipe fills, and the timeout still ends the
+    // call, long request or short.
+    assert_eq!(first_text(&in_place("stop_reading", json!({}), 10_000).unwrap()), json!("paused"));
+    for text in ["x".repeat(300_000), "short".to_owned()] {
+        let started = Instant::now();
+        let stuck = in_place("size", json!({ "text": text }), 500).unwrap_err();
+        expect!["source `lane` did not answer `tools/call` within 500 ms"].assert_eq(&stuck.to_string());
+        assert!(started.elapsed() < Duration::from_secs(5), "the timeout did not cut the write short");
+    }
     drop((pool, upstream));
     assert_eq!(wait_until_gone(&mark), Vec::<String>::new());
 }
