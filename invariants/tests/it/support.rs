@@ -64,10 +64,20 @@ pub fn canary_forms() -> Vec<String> {
 
 /// The forms of the canary `haystack` holds.
 pub fn leaks(haystack: &[u8]) -> Vec<String> {
-    canary_forms()
-        .into_iter()
-        .filter(|form| haystack.windows(form.len()).any(|w| w == form.as_bytes()))
-        .collect()
+    // One pass for all the forms: the stores searched hold megabytes, and this runs unoptimised.
+    static FORMS: std::sync::LazyLock<(Vec<String>, aho_corasick::AhoCorasick)> =
+        std::sync::LazyLock::new(|| {
+            let forms = canary_forms();
+            let searcher =
+                aho_corasick::AhoCorasick::new(&forms).expect("the canary's forms make a searcher");
+            (forms, searcher)
+        });
+    let (forms, searcher) = &*FORMS;
+    let mut found = vec![false; forms.len()];
+    for hit in searcher.find_overlapping_iter(haystack) {
+        found[hit.pattern().as_usize()] = true;
+    }
+    forms.iter().zip(found).filter(|(_, found)| *found).map(|(form, _)| form.clone()).collect()
 }
 
 /// The tool list the fixture serves until a case rewrites `tools.json`.
