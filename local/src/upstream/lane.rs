@@ -19,6 +19,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 
+use super::pool::lock;
+
 /// The prefix of lane request ids.
 const ID_PREFIX: &str = "lane-";
 
@@ -75,15 +77,12 @@ impl Lane {
             // A request of the server's that happens to use such an id: rmcp answers requests.
             return Some(message);
         }
+        // Taken either way: an answer to a call that timed out or was dropped has no reader.
         let waiting = lock(&self.waiting.answers).remove(id.as_str());
-        match waiting {
-            Some(answer) => {
-                let _ = answer.send(message);
-                None
-            }
-            // An answer to a call that timed out or was dropped: nobody reads it.
-            None => None,
+        if let Some(answer) = waiting {
+            let _ = answer.send(message);
         }
+        None
     }
 
     /// The pump's side, once stdout has ended: every waiting call ends as closed, and later
@@ -197,10 +196,6 @@ impl Drop for Slot<'_> {
     fn drop(&mut self) {
         lock(&self.waiting.answers).remove(self.id);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

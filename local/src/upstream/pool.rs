@@ -451,6 +451,7 @@ fn kill_all(slots: &Mutex<HashMap<SlotKey, Slot>>, matches: impl Fn(&SlotKey) ->
     count
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A lock of the pool's state; a panic elsewhere does not make the state unreadable.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

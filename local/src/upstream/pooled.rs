@@ -30,12 +30,25 @@ impl PooledUpstream {
 
 impl Upstream for PooledUpstream {
     fn call<'a>(&'a self, request: UpstreamRequest<'a>) -> BoxFuture<'a, Result<Value, UpstreamError>> {
+        let timeout = Duration::from_millis(request.timeout_ms);
+        // On a run thread, to a stdio server running now: written and answered right here.
+        if request.http.is_none()
+            && tokio::runtime::Handle::try_current().is_ok()
+            && let Some(call) = self.pool.call_tool_in_place(
+                request.namespace.as_str(),
+                request.tool,
+                request.arguments,
+                request.credentials,
+                timeout,
+            )
+        {
+            return Box::pin(async move { call.await.map_err(UpstreamError::from) });
+        }
         let pool = self.pool.clone();
         let namespace = request.namespace.to_string();
         let tool = request.tool.to_owned();
         let arguments = request.arguments.clone();
         let credentials = request.credentials.clone();
-        let timeout = Duration::from_millis(request.timeout_ms);
         if let Some(operation) = request.http.cloned() {
             // A request shares no connection with other runs: on a run thread's own runtime it
             // is made right there, without a hop to the pool's runtime and back (two thread
@@ -58,12 +71,6 @@ impl Upstream for PooledUpstream {
                     Err(UpstreamError::Unavailable(format!("the call to the source stopped: {err}")))
                 })
             });
-        }
-        // On a run thread, to a server running now: written and answered right here.
-        if tokio::runtime::Handle::try_current().is_ok()
-            && let Some(call) = pool.call_tool_in_place(&namespace, &tool, &arguments, &credentials, timeout)
-        {
-            return Box::pin(async move { call.await.map_err(UpstreamError::from) });
         }
         let task = self
             .handle
