@@ -34,14 +34,18 @@ pub(super) struct Connection {
 }
 
 impl Connection {
+    /// Whether it can take requests. A stdio server whose stdout has ended is gone even before
+    /// its exit is seen, so the next request starts a new one rather than failing on this one.
     pub(super) fn alive(&self) -> bool {
-        !self.service.is_closed() && self.process.as_ref().is_none_or(|p| p.exited().is_none())
+        !self.service.is_closed()
+            && self.process.as_ref().is_none_or(|p| p.exited().is_none())
+            && self.lane.as_ref().is_none_or(|lane| !lane.is_closed())
     }
 
     /// Whether calls can be made in place ([`Connection::call_tool_in_place`]): a stdio server
-    /// whose pipes are open.
+    /// (its pipes open when [`Connection::alive`]).
     pub(super) fn has_lane(&self) -> bool {
-        self.lane.as_ref().is_some_and(|lane| !lane.is_closed())
+        self.lane.is_some()
     }
 
     /// Process group of its stdio server.
