@@ -9,8 +9,9 @@
 //!   journaled twice and answered by the fake upstream; the per-call overhead is
 //!   `(execute_100_calls - execute_return_1) / 100`.
 //! - `prepared/…`: the same, with the next attempt's runtime, context and installed prelude
-//!   made off the clock (`QuickJs::prepare`), as `hub serve` does after each answer: what a
-//!   served run waits for. `prepared/sandbox_return_1_1223_tools` is the floor for a hub as
+//!   made off the clock (`QuickJs::prepare`) and the last attempt's runtime freed off the clock
+//!   (`QuickJs::free_spent_later`), as `hub serve` does after each answer: what a served run
+//!   waits for. `prepared/sandbox_return_1_1223_tools` is the floor for a hub as
 //!   large as GitHub's API: what the size of the catalog adds to every attempt.
 // The bench plays the native host, which owns the sandbox's compute clock.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
@@ -62,7 +63,10 @@ fn surface() -> Surface {
 
 fn bench(c: &mut Criterion) {
     let start = Instant::now();
-    let sandbox = QuickJs::new(ComputeMeter::clock(move || start.elapsed().as_micros() as u64));
+    let meter = ComputeMeter::clock(move || start.elapsed().as_micros() as u64);
+    // Frees each attempt's runtime before it reports; `served` leaves it for later, as a hub does.
+    let unserved = QuickJs::new(meter.clone());
+    let served = QuickJs::new(meter).free_spent_later();
     let surface = surface();
     let upstream = FakeUpstream::default().with("notes", "list", FakeUpstream::echo());
     let secrets = TableSecrets::default();
@@ -74,7 +78,7 @@ fn bench(c: &mut Criterion) {
         name: "github".into(),
         tools: (0..1223).map(|i| format!("reposGetContentOfSomething{i}")).collect(),
     }];
-    let floor_with = |namespaces: &Vec<GuestNamespace>| {
+    let floor_with = |sandbox: &QuickJs, namespaces: &Vec<GuestNamespace>| {
         let attempt = Attempt {
             run_id: "run_0000000000000001".to_owned(),
             body: "return 1".to_owned(),
@@ -89,16 +93,16 @@ fn bench(c: &mut Criterion) {
         report
     };
     let small = vec![GuestNamespace { name: "notes".into(), tools: vec!["list".into(), "add".into()] }];
-    let floor = || floor_with(&small);
+    let floor = |sandbox: &QuickJs| floor_with(sandbox, &small);
     // A fresh store per run, so runs and journals do not pile up across iterations.
-    let execute = |code: &str| {
+    let execute = |sandbox: &QuickJs, code: &str| {
         let store = MemoryStore::default();
         let blobs = MemoryBlobs::default();
         let engine = Engine {
             catalog: &surface.catalog,
             policy: &surface.policy,
             lookup: &surface,
-            sandbox: &sandbox,
+            sandbox,
             upstream: &upstream,
             secrets: &secrets,
             store: &store,
@@ -117,21 +121,23 @@ fn bench(c: &mut Criterion) {
     let hundred = "for (let i = 0; i < 100; i++) await notes.list({ q: String(i) }); return 1";
 
     let mut group = c.benchmark_group("engine");
-    group.bench_function("sandbox_return_1", |b| b.iter(|| black_box(floor())));
-    group.bench_function("execute_return_1", |b| b.iter(|| black_box(execute("return 1"))));
+    let sandbox = &unserved;
+    group.bench_function("sandbox_return_1", |b| b.iter(|| black_box(floor(sandbox))));
+    group.bench_function("execute_return_1", |b| b.iter(|| black_box(execute(sandbox, "return 1"))));
     group.bench_function("execute_one_call", |b| {
-        b.iter(|| black_box(execute("return await notes.list({ q: 'a' })")))
+        b.iter(|| black_box(execute(sandbox, "return await notes.list({ q: 'a' })")))
     });
-    group.bench_function("execute_100_calls", |b| b.iter(|| black_box(execute(hundred))));
-    // Each iteration's guest is prepared before its clock starts.
-    let sandbox = &sandbox;
-    let run = |code: &'static str| move || drop(black_box(execute(code)));
+    group.bench_function("execute_100_calls", |b| b.iter(|| black_box(execute(sandbox, hundred))));
+    // Each iteration's guest is prepared, and the last one's runtime freed, before its clock
+    // starts: a served run leaves its runtime to be freed after the answer has gone.
+    let sandbox = &served;
+    let run = |code: &'static str| move || drop(black_box(execute(sandbox, code)));
     group.bench_function("prepared/sandbox_return_1", |b| {
-        after_prepare(sandbox, b, || drop(black_box(floor())))
+        after_prepare(sandbox, b, || drop(black_box(floor(sandbox))))
     });
     // What a hub's size adds to every attempt: the guest learns each namespace's tools.
     group.bench_function("prepared/sandbox_return_1_1223_tools", |b| {
-        after_prepare(sandbox, b, || drop(black_box(floor_with(&large))))
+        after_prepare(sandbox, b, || drop(black_box(floor_with(sandbox, &large))))
     });
     group.bench_function("prepared/execute_return_1", |b| after_prepare(sandbox, b, run("return 1")));
     group.bench_function("prepared/execute_one_call", |b| {
@@ -141,12 +147,13 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-/// Times `run` only, each time with the next guest prepared before the clock starts, as
-/// `hub serve` prepares it after each answer.
+/// Times `run` only, each time with the last guest freed and the next one prepared before the
+/// clock starts, as `hub serve` does after each answer.
 fn after_prepare(sandbox: &QuickJs, b: &mut criterion::Bencher<'_>, run: impl Fn()) {
     b.iter_custom(|iters| {
         let mut took = std::time::Duration::ZERO;
         for _ in 0..iters {
+            sandbox.free_spent();
             sandbox.prepare().expect("a prepared guest");
             let start = Instant::now();
             run();
