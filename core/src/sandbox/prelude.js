@@ -80,7 +80,6 @@ export function install(host) {
   const regexpFlags = uncurry(getOwnPropertyDescriptor(RegExp.prototype, "flags").get);
   const NativePromise = Promise;
   const promiseReject = (e) => ReflectApply(Promise.reject, NativePromise, [e]);
-  const promiseWithResolvers = uncurry(Promise.withResolvers);
   const NativeProxy = Proxy;
   const MapCtor = Map;
   const mapGet = uncurry(Map.prototype.get);
@@ -900,18 +899,27 @@ export function install(host) {
 
   // ---- the bridge ------------------------------------------------------------------------
 
-  // Indexed by ticket: the promise's resolving functions (a `{ promise, resolve, reject }`
-  // record made by the captured Promise.withResolvers, whose fields are its own) and the
-  // address asked. The host numbers tickets from 0 in the order they are asked for, so both
-  // stay dense arrays; a settled slot is emptied, never deleted (a hole would make QuickJS turn
-  // the array into a slower object).
-  const pending = list();
+  // Indexed by ticket: the resolving functions of the call's promise and the address asked.
+  // The host numbers tickets from 0 in the order they are asked for, so the arrays stay dense;
+  // a settled slot is emptied, never deleted (a hole would make QuickJS turn the array into a
+  // slower object). The captured constructor hands its resolving functions to `capture`,
+  // which runs before it returns: no record object per call, as Promise.withResolvers makes.
+  const pendingResolve = list();
+  const pendingReject = list();
   const pendingAddress = list();
+  let capturedResolve;
+  let capturedReject;
+  const capture = (resolve, reject) => {
+    capturedResolve = resolve;
+    capturedReject = reject;
+  };
   const track = (ticket, address) => {
-    const entry = promiseWithResolvers(NativePromise);
-    pending[ticket] = entry;
+    const promise = new NativePromise(capture);
+    pendingResolve[ticket] = capturedResolve;
+    pendingReject[ticket] = capturedReject;
     pendingAddress[ticket] = address;
-    return entry.promise;
+    capturedResolve = capturedReject = undefined;
+    return promise;
   };
   const MAX_ARGS_CHARS = 4 * 1024 * 1024;
   const argumentsText = (value, subject, label) => {
@@ -1489,34 +1497,34 @@ export function install(host) {
     __proto__: null,
     // Delivers a host answer: `ok` with JSON text, or a ToolError description.
     settle: (ticket, ok, text) => {
-      const entry = pending[ticket];
-      if (entry === undefined) return;
+      const resolve = pendingResolve[ticket];
+      if (resolve === undefined) return;
+      const reject = pendingReject[ticket];
       const address = pendingAddress[ticket];
-      pending[ticket] = undefined;
-      pendingAddress[ticket] = undefined;
+      pendingResolve[ticket] = pendingReject[ticket] = pendingAddress[ticket] = undefined;
       if (ok) {
         let value;
         try {
           value = JSONParse(text);
         } catch (e) {
-          entry.reject(e);
+          reject(e);
           return;
         }
         if (value !== null && typeof value === "object" && !hasOwn(value, "then") && !thenUnreachable(value)) {
           // Resolving reads `value.then`; an own `undefined` hides any `then` the guest put on
           // Object.prototype for that one read, so the answer is delivered as it came.
           defineProperty(value, "then", data(undefined, false, true, true));
-          entry.resolve(value);
+          resolve(value);
           delete value.then;
         } else {
-          entry.resolve(value);
+          resolve(value);
         }
         return;
       }
       const f = JSONParse(text);
       const own = (key) => (hasOwn(f, key) ? f[key] : undefined);
       const details = { __proto__: null, code: own("code"), address, status: own("status"), hint: own("hint"), retryable: own("retryable") };
-      entry.reject(new ToolError(own("message"), details));
+      reject(new ToolError(own("message"), details));
     },
     // Fires the earliest timer: 0 when there is none, 1 when one ran, or the description of
     // what its callback threw.
