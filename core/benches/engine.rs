@@ -12,7 +12,9 @@
 //!   made off the clock (`QuickJs::prepare`) and the last attempt's runtime freed off the clock
 //!   (`QuickJs::free_spent_later`), as `hub serve` does after each answer: what a served run
 //!   waits for. `prepared/sandbox_return_1_1223_tools` is the floor for a hub as
-//!   large as GitHub's API: what the size of the catalog adds to every attempt.
+//!   large as GitHub's API: what the size of the catalog adds to every attempt;
+//!   `prepared/sandbox_use_1223_tools` an attempt that uses that namespace, as the one before
+//!   it did.
 // The bench plays the native host, which owns the sandbox's compute clock.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
@@ -78,10 +80,10 @@ fn bench(c: &mut Criterion) {
         name: "github".into(),
         tools: (0..1223).map(|i| format!("reposGetContentOfSomething{i}")).collect(),
     }];
-    let floor_with = |sandbox: &QuickJs, namespaces: &Vec<GuestNamespace>| {
+    let floor_with = |sandbox: &QuickJs, namespaces: &Vec<GuestNamespace>, body: &str| {
         let attempt = Attempt {
             run_id: "run_0000000000000001".to_owned(),
-            body: "return 1".to_owned(),
+            body: body.to_owned(),
             namespaces: namespaces.clone(),
             seed: 1,
             clock_origin_ms: 0.0,
@@ -93,7 +95,7 @@ fn bench(c: &mut Criterion) {
         report
     };
     let small = vec![GuestNamespace { name: "notes".into(), tools: vec!["list".into(), "add".into()] }];
-    let floor = |sandbox: &QuickJs| floor_with(sandbox, &small);
+    let floor = |sandbox: &QuickJs| floor_with(sandbox, &small, "return 1");
     // A fresh store per run, so runs and journals do not pile up across iterations.
     let execute = |sandbox: &QuickJs, code: &str| {
         let store = MemoryStore::default();
@@ -137,7 +139,12 @@ fn bench(c: &mut Criterion) {
     });
     // What a hub's size adds to every attempt: the guest learns each namespace's tools.
     group.bench_function("prepared/sandbox_return_1_1223_tools", |b| {
-        after_prepare(sandbox, b, || drop(black_box(floor_with(sandbox, &large))))
+        after_prepare(sandbox, b, || drop(black_box(floor_with(sandbox, &large, "return 1"))))
+    });
+    // An attempt that uses that namespace, as the last one did: the namespace is built with
+    // the next guest, off the clock.
+    group.bench_function("prepared/sandbox_use_1223_tools", |b| {
+        after_prepare(sandbox, b, || drop(black_box(floor_with(sandbox, &large, "github; return 1"))))
     });
     group.bench_function("prepared/execute_return_1", |b| after_prepare(sandbox, b, run("return 1")));
     group.bench_function("prepared/execute_one_call", |b| {

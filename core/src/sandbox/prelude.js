@@ -12,10 +12,11 @@
 //     reach when given a primitive (or by hand, when there is nothing to escape); write a
 //     number as its string form, which is what JSON.stringify writes for a finite one.
 // `install` takes the host functions (call, lookup, log, tools), builds everything that is the
-// same for every attempt and returns `configure`, so a host can run it ahead, while idle, in a
-// context no attempt has used yet. The attempt then calls `configure` once with its
-// configuration (namespace names, seed, clock, budgets), and gets back the handful the driver
-// needs; none of them is ever reachable from a global.
+// same for every attempt and returns `configure` and `premake`, so a host can run it ahead, while
+// idle, in a context no attempt has used yet, and build there the namespaces it expects. The
+// attempt then calls `configure` once with its configuration (namespace names, seed, clock,
+// budgets), and gets back the handful the driver needs; none of them is ever reachable from a
+// global.
 
 let installed = false;
 
@@ -1056,17 +1057,32 @@ export function install(host) {
   // Each namespace is a fixed global whose object, and the list of its tools, are built on first
   // use: a hub may hold thousands of tools, and an attempt touches few of them. Defined by
   // `configure` from the namespaces' names; the host gives a namespace's tools when asked.
+  // JSON text, parsed with the captured parser: an array built by the host would be filled
+  // through whatever index setters the guest put on Array.prototype.
+  const toolList = (text) => {
+    const given = JSONParse(text);
+    const tools = list();
+    for (let j = 0; j < given.length; j++) push(tools, given[j]);
+    return tools;
+  };
+  // Namespaces the host had built ahead, with the runtime, before any attempt: building one
+  // costs about a microsecond per tool, which for an API of a thousand operations is most of
+  // a short run. The host asks for the namespaces its last attempt used.
+  let configured = false;
+  const premade = { __proto__: null };
+  const premake = (name, text) => {
+    if (configured) throw new TypeErrorCtor("namespaces are built ahead only before the attempt");
+    premade[name] = makeNamespace(name, toolList(text));
+  };
   const defineNamespaces = (names) => {
     for (let i = 0; i < names.length; i++) {
       const name = names[i];
       let made;
       const make = () => {
-        // JSON text, parsed with the captured parser: an array built by the host would be
-        // filled through whatever index setters the guest put on Array.prototype.
-        const given = JSONParse(hostTools(name));
-        const tools = list();
-        for (let j = 0; j < given.length; j++) push(tools, given[j]);
-        return makeNamespace(name, tools);
+        // Empty when the host built this namespace ahead with the tools it has now.
+        const text = hostTools(name);
+        if (text === "" && premade[name] !== undefined) return premade[name];
+        return makeNamespace(name, toolList(text));
       };
       const get = named(name, () => (made === undefined ? (made = make()) : made));
       const existing = getOwnPropertyDescriptor(G, name);
@@ -1563,9 +1579,8 @@ export function install(host) {
     describeError,
   });
 
-  let configured = false;
   // Called by the host before any guest code runs, so the arrays it passes are read as built.
-  return (namespaces, seed, clockOriginMs, timeoutMs, logBudgetBytes, maxResultBytes) => {
+  const configure = (namespaces, seed, clockOriginMs, timeoutMs, logBudgetBytes, maxResultBytes) => {
     if (configured) throw new TypeErrorCtor("the prelude is configured once per attempt");
     configured = true;
     originMs = +clockOriginMs;
@@ -1582,4 +1597,5 @@ export function install(host) {
     defineNamespaces(namespaces);
     return api;
   };
+  return freeze({ __proto__: null, configure, premake });
 }

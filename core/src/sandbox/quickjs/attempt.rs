@@ -20,7 +20,8 @@ use super::meter::{Budget, Stop};
 use crate::ports::LocalBoxFuture;
 use crate::prelude;
 use crate::sandbox::{
-    Attempt, AttemptEnd, AttemptReport, Bridge, GuestError, GuestReply, LimitKind, ToolFailure,
+    Attempt, AttemptEnd, AttemptReport, Bridge, GuestError, GuestNamespace, GuestReply, LimitKind,
+    ToolFailure,
 };
 
 /// What the guest context is built with. No `Eval`: nothing in the guest can compile text.
@@ -124,31 +125,32 @@ impl SpentGuests {
     }
 }
 
-/// Runs one attempt to its end.
+/// Runs one attempt to its end; also gives the namespaces its code used, to build ahead for the
+/// next attempt.
 pub(crate) async fn run(
     budget: Budget,
     mut attempt: Attempt,
     bridge: &dyn Bridge,
     lifecycle: Lifecycle,
-) -> AttemptReport {
+) -> (AttemptReport, Vec<GuestNamespace>) {
     let budget = Rc::new(budget);
     let mut calls_issued = 0;
     let fresh = match budget.check() {
         Some(stop) => Err(stop_end(stop)),
-        None => lifecycle.fresh.map_or_else(Fresh::new, Ok),
+        None => lifecycle.fresh.map_or_else(|| Fresh::new(&[]), Ok),
     };
-    let (end, logs) = match fresh {
-        Err(end) => (end, Logs::default()),
+    let (end, logs, touched) = match fresh {
+        Err(end) => (end, Logs::default(), Vec::new()),
         Ok(fresh) => {
             let host = Rc::clone(&fresh.host);
             let end = match Guest::start(budget, &mut attempt, fresh) {
                 Ok(guest) => guest.drive(&host, bridge, &mut calls_issued, lifecycle.spent.as_deref()).await,
                 Err(end) => end,
             };
-            (end, host.take_logs())
+            (end, host.take_logs(), host.take_touched())
         }
     };
-    AttemptReport { end, logs: logs.lines, logs_truncated: logs.truncated, calls_issued }
+    (AttemptReport { end, logs: logs.lines, logs_truncated: logs.truncated, calls_issued }, touched)
 }
 
 /// What every attempt builds before it sees its own code or configuration: a new runtime and
@@ -167,7 +169,9 @@ pub(crate) struct Fresh {
 }
 
 impl Fresh {
-    pub(crate) fn new() -> Result<Fresh, AttemptEnd> {
+    /// A runtime and context with the prelude installed and `namespaces` built into it (as
+    /// their first use would build them), for an attempt that has not started yet.
+    pub(crate) fn new(namespaces: &[GuestNamespace]) -> Result<Fresh, AttemptEnd> {
         // The ceiling is the attempt's, set when an attempt takes this guest; what the prelude
         // allocated here counts against it then, as when it is built inside the attempt.
         let heap = Heap::new(usize::MAX);
@@ -188,11 +192,27 @@ impl Fresh {
             let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
             let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
             let functions = host.object(&ctx).map_err(internal("cannot build the host object"))?;
-            let configure: Function =
+            let installed: Object =
                 install.call((functions,)).catch(&ctx).map_err(caught("cannot install the prelude"))?;
+            let configure: Function =
+                installed.get("configure").map_err(internal("the prelude has no configure"))?;
+            let premake: Function =
+                installed.get("premake").map_err(internal("the prelude has no premake"))?;
+            for namespace in namespaces {
+                let Ok(tools) = serde_json::to_string(&namespace.tools) else { continue };
+                // One that cannot be built ahead is built on first use, as any other.
+                if premake.call::<_, ()>((namespace.name.as_str(), tools)).catch(&ctx).is_ok() {
+                    host.premade(namespace.clone());
+                }
+            }
             Ok(Persistent::save(&ctx, configure))
         })?;
         Ok(Fresh { configure, host, context, runtime, heap })
+    }
+
+    /// The names of the namespaces built into this guest.
+    pub(crate) fn premade(&self) -> Vec<String> {
+        self.host.premade_names()
     }
 }
 

@@ -67,6 +67,10 @@ impl Logs {
 pub(crate) struct GuestBridge {
     /// The attempt's namespaces and their tools, handed to the guest one namespace at a time.
     namespaces: RefCell<Vec<GuestNamespace>>,
+    /// Namespaces built into this guest ahead of its attempt (the prelude's `premake`).
+    premade: RefCell<Vec<GuestNamespace>>,
+    /// The names of the namespaces the guest has used, in the order it first used them.
+    touched: RefCell<Vec<String>>,
     requests: RefCell<Vec<GuestRequest>>,
     next_ticket: Cell<u32>,
     next_seq: Cell<u32>,
@@ -78,6 +82,8 @@ impl GuestBridge {
     pub(crate) fn new() -> Rc<GuestBridge> {
         Rc::new(GuestBridge {
             namespaces: RefCell::new(Vec::new()),
+            premade: RefCell::new(Vec::new()),
+            touched: RefCell::new(Vec::new()),
             requests: RefCell::new(Vec::new()),
             next_ticket: Cell::new(0),
             next_seq: Cell::new(0),
@@ -92,6 +98,25 @@ impl GuestBridge {
         *self.namespaces.borrow_mut() = namespaces;
         *self.logs.borrow_mut() = Logs { remaining: log_budget_bytes, ..Logs::default() };
         names
+    }
+
+    /// Notes that `namespace` was built into the guest ahead of its attempt.
+    pub(crate) fn premade(&self, namespace: GuestNamespace) {
+        self.premade.borrow_mut().push(namespace);
+    }
+
+    /// The names of the namespaces built into the guest ahead of its attempt.
+    pub(crate) fn premade_names(&self) -> Vec<String> {
+        self.premade.borrow().iter().map(|ns| ns.name.clone()).collect()
+    }
+
+    /// Takes the attempt's namespaces that the guest used, with their tools, once the guest
+    /// will run no more.
+    pub(crate) fn take_touched(&self) -> Vec<GuestNamespace> {
+        let mut namespaces = std::mem::take(&mut *self.namespaces.borrow_mut());
+        let touched = self.touched.borrow();
+        namespaces.retain(|ns| touched.contains(&ns.name));
+        namespaces
     }
 
     /// Requests made since the last call, in the order the guest made them.
@@ -160,13 +185,23 @@ impl GuestBridge {
         })?;
         host.set("log", log)?;
 
-        // A namespace's tool names, asked once, the first time the guest uses that namespace.
+        // A namespace's tool names, asked once, the first time the guest uses that namespace;
+        // also how `premake` gets them. JSON text: the guest's realm may have tampered with how
+        // arrays are filled. Empty when the namespace was built ahead with these very tools.
         let this = Rc::clone(self);
-        // JSON text: the guest's realm may have tampered with how arrays are filled.
         let tools = Function::new(ctx.clone(), move |name: String| -> String {
             let namespaces = this.namespaces.borrow();
-            let tools = namespaces.iter().find(|ns| ns.name == name).map(|ns| ns.tools.as_slice());
-            serde_json::to_string(tools.unwrap_or_default()).unwrap_or_else(|_| "[]".to_owned())
+            let Some(namespace) = namespaces.iter().find(|ns| ns.name == name) else {
+                return "[]".to_owned();
+            };
+            let mut touched = this.touched.borrow_mut();
+            if !touched.contains(&name) {
+                touched.push(name);
+            }
+            if this.premade.borrow().contains(namespace) {
+                return String::new();
+            }
+            serde_json::to_string(&namespace.tools).unwrap_or_else(|_| "[]".to_owned())
         })?;
         host.set("tools", tools)?;
 

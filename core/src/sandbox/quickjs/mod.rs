@@ -30,7 +30,7 @@ use std::sync::Arc;
 pub use meter::{ComputeMeter, MicrosClock};
 
 use crate::ports::LocalBoxFuture;
-use crate::sandbox::{Attempt, AttemptReport, Bridge, Cancel, Sandbox};
+use crate::sandbox::{Attempt, AttemptReport, Bridge, Cancel, GuestNamespace, Sandbox};
 
 /// The QuickJS driver. Cheap to keep: all per-attempt state lives in the attempt's future,
 /// except a guest made ahead by [`QuickJs::prepare`] and, with [`QuickJs::free_spent_later`],
@@ -42,6 +42,9 @@ pub struct QuickJs {
     spare: RefCell<Option<attempt::Fresh>>,
     /// Where attempts leave their spent guest, when the host frees them itself.
     spent: Option<Rc<attempt::SpentGuests>>,
+    /// The namespaces the last attempt used: [`QuickJs::prepare`] builds them into the next
+    /// guest.
+    warm: RefCell<Vec<GuestNamespace>>,
 }
 
 impl std::fmt::Debug for QuickJs {
@@ -64,7 +67,7 @@ impl QuickJs {
     /// is set: it is read while JavaScript runs, and it wakes an attempt that waits on calls in
     /// flight, which are then abandoned. The host clears it before the driver's next attempt.
     pub fn with_cancel(meter: ComputeMeter, cancel: Arc<Cancel>) -> QuickJs {
-        QuickJs { meter, cancel, spare: RefCell::new(None), spent: None }
+        QuickJs { meter, cancel, spare: RefCell::new(None), spent: None, warm: RefCell::new(Vec::new()) }
     }
 
     /// The flag that cancels this driver's attempts.
@@ -91,17 +94,28 @@ impl QuickJs {
     /// the host has nothing else to do, unless one is waiting already; and this thread's
     /// compiler, when the next compile would have to replace it. Only the next attempt on
     /// this driver takes it, and no other attempt ever does: every attempt still runs in a
-    /// context nothing ran in before.
+    /// context nothing ran in before. The namespaces the last attempt used are built into it
+    /// too, before any guest code runs; the next attempt uses them if its namespaces have the
+    /// same tools, and builds its own on first use otherwise.
     pub fn prepare(&self) -> Result<(), String> {
         compile::prepare()?;
         if self.spare.try_borrow().map_or(true, |spare| spare.is_some()) {
             return Ok(());
         }
-        let fresh = attempt::Fresh::new().map_err(|end| format!("cannot prepare a sandbox: {end:?}"))?;
+        let warm = self.warm.try_borrow().map(|warm| warm.clone()).unwrap_or_default();
+        let fresh = attempt::Fresh::new(&warm).map_err(|end| format!("cannot prepare a sandbox: {end:?}"))?;
         if let Ok(mut spare) = self.spare.try_borrow_mut() {
             *spare = Some(fresh);
         }
         Ok(())
+    }
+
+    /// The namespaces built into the guest that waits for the next attempt.
+    pub fn prepared_namespaces(&self) -> Vec<String> {
+        match self.spare.try_borrow() {
+            Ok(spare) => spare.as_ref().map(attempt::Fresh::premade).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Whether a guest made by [`QuickJs::prepare`] waits for the next attempt.
@@ -122,7 +136,12 @@ impl Sandbox for QuickJs {
                 attempt.limits.compute_ms,
                 attempt.limits.wall_ms,
             );
-            attempt::run(budget, attempt, bridge, attempt::Lifecycle { fresh, spent }).await
+            let (report, touched) =
+                attempt::run(budget, attempt, bridge, attempt::Lifecycle { fresh, spent }).await;
+            if let Ok(mut warm) = self.warm.try_borrow_mut() {
+                *warm = touched;
+            }
+            report
         })
     }
 }
