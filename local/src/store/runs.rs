@@ -21,13 +21,25 @@ use crate::platform::random_bytes;
 
 impl Store {
     fn run_path(&self, id: &str) -> Result<PathBuf, StoreError> {
-        check_run_id(id)?;
-        Ok(self.root.join("runs").join(format!("{id}.json")))
+        self.run_file(id, ".json")
     }
 
     pub(super) fn journal_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        self.run_file(id, ".journal.jsonl")
+    }
+
+    /// `runs/<id><suffix>` under the store, built as one string: a run asks for these paths a
+    /// dozen times, and `Path::join` with `format!` cost a couple of thousand instructions each.
+    fn run_file(&self, id: &str, suffix: &str) -> Result<PathBuf, StoreError> {
         check_run_id(id)?;
-        Ok(self.root.join("runs").join(format!("{id}.journal.jsonl")))
+        let root = self.root.as_os_str();
+        let mut path =
+            std::ffi::OsString::with_capacity(root.len() + "/runs/".len() + id.len() + suffix.len());
+        path.push(root);
+        path.push("/runs/");
+        path.push(id);
+        path.push(suffix);
+        Ok(PathBuf::from(path))
     }
 
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
