@@ -137,7 +137,7 @@ pub(crate) async fn run(
     let mut calls_issued = 0;
     let fresh = match budget.check() {
         Some(stop) => Err(stop_end(stop)),
-        None => lifecycle.fresh.map_or_else(|| Fresh::new(&[]), Ok),
+        None => lifecycle.fresh.map_or_else(|| Fresh::new(Vec::new()), Ok),
     };
     let (end, logs, touched) = match fresh {
         Err(end) => (end, Logs::default(), Vec::new()),
@@ -171,7 +171,7 @@ pub(crate) struct Fresh {
 impl Fresh {
     /// A runtime and context with the prelude installed and `namespaces` built into it (as
     /// their first use would build them), for an attempt that has not started yet.
-    pub(crate) fn new(namespaces: &[GuestNamespace]) -> Result<Fresh, AttemptEnd> {
+    pub(crate) fn new(namespaces: Vec<GuestNamespace>) -> Result<Fresh, AttemptEnd> {
         // The ceiling is the attempt's, set when an attempt takes this guest; what the prelude
         // allocated here counts against it then, as when it is built inside the attempt.
         let heap = Heap::new(usize::MAX);
@@ -202,7 +202,7 @@ impl Fresh {
                 let Ok(tools) = serde_json::to_string(&namespace.tools) else { continue };
                 // One that cannot be built ahead is built on first use, as any other.
                 if premake.call::<_, ()>((namespace.name.as_str(), tools)).catch(&ctx).is_ok() {
-                    host.premade(namespace.clone());
+                    host.premade(namespace);
                 }
             }
             Ok(Persistent::save(&ctx, configure))

@@ -102,8 +102,9 @@ impl QuickJs {
         if self.spare.try_borrow().map_or(true, |spare| spare.is_some()) {
             return Ok(());
         }
-        let warm = self.warm.try_borrow().map(|warm| warm.clone()).unwrap_or_default();
-        let fresh = attempt::Fresh::new(&warm).map_err(|end| format!("cannot prepare a sandbox: {end:?}"))?;
+        // Taken, not copied: the attempt that takes this guest leaves its own.
+        let warm = self.warm.try_borrow_mut().map(|mut warm| std::mem::take(&mut *warm)).unwrap_or_default();
+        let fresh = attempt::Fresh::new(warm).map_err(|end| format!("cannot prepare a sandbox: {end:?}"))?;
         if let Ok(mut spare) = self.spare.try_borrow_mut() {
             *spare = Some(fresh);
         }
