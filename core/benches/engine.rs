@@ -14,7 +14,8 @@
 //!   waits for. `prepared/sandbox_return_1_1223_tools` is the floor for a hub as
 //!   large as GitHub's API: what the size of the catalog adds to every attempt;
 //!   `prepared/sandbox_use_1223_tools` an attempt that uses that namespace, as the one before
-//!   it did.
+//!   it did. `prepared/sandbox_100_calls` is the sandbox's share of a bridged call: the same
+//!   100 calls answered at once by a bridge that does nothing, no engine behind it.
 // The bench plays the native host, which owns the sandbox's compute clock.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
@@ -145,6 +146,9 @@ fn bench(c: &mut Criterion) {
     // the next guest, off the clock.
     group.bench_function("prepared/sandbox_use_1223_tools", |b| {
         after_prepare(sandbox, b, || drop(black_box(floor_with(sandbox, &large, "github; return 1"))))
+    });
+    group.bench_function("prepared/sandbox_100_calls", |b| {
+        after_prepare(sandbox, b, || drop(black_box(floor_with(sandbox, &small, hundred))))
     });
     group.bench_function("prepared/execute_return_1", |b| after_prepare(sandbox, b, run("return 1")));
     group.bench_function("prepared/execute_one_call", |b| {

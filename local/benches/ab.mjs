@@ -11,7 +11,7 @@
 // Needs `cd node && npm ci`.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, chmodSync } from "node:fs";
+import { mkdtempSync, chmodSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,6 +34,8 @@ const init = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { na
 async function hub(binary) {
   const home = mkdtempSync(join(parent, "capabilities-ab-"));
   chmodSync(home, 0o700);
+  // The hub's home goes with the script, however it ends.
+  process.on("exit", () => rmSync(home, { recursive: true, force: true }));
   const env = { ...process.env, CAPABILITIES_HOME: home, CAPABILITIES_KEYCHAIN: "file", BROWSER: "true" };
   const memoryFile = join(home, "memory.jsonl");
   const add = ["hub", "add", "--yes", "--namespace", "memory", "--env", `MEMORY_FILE_PATH=${memoryFile}`, "--", "node", memoryServer];

@@ -10,7 +10,7 @@
 // as JSON on stdout. Needs `cd node && npm ci`.
 
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, chmodSync } from "node:fs";
+import { mkdtempSync, chmodSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,6 +34,8 @@ const counters = async () => (await fetch(statsUrl)).json();
 
 const home = mkdtempSync(join(tmpdir(), "capabilities-bench-oauth-"));
 chmodSync(home, 0o700);
+// The hub's home goes with the script, however it ends.
+process.on("exit", () => rmSync(home, { recursive: true, force: true }));
 const env = {
   ...process.env,
   CAPABILITIES_HOME: home,

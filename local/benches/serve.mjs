@@ -20,7 +20,7 @@
 // Needs `cd node && npm ci`.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync, chmodSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,6 +60,8 @@ const memoryServer = join(repo, "node/node_modules/@modelcontextprotocol/server-
 
 const home = mkdtempSync(join(tmpdir(), "capabilities-bench-"));
 chmodSync(home, 0o700);
+// The hub's home goes with the script, however it ends.
+process.on("exit", () => rmSync(home, { recursive: true, force: true }));
 const env = { ...process.env, CAPABILITIES_HOME: home, CAPABILITIES_KEYCHAIN: "file", BROWSER: "true" };
 const memoryFile = join(home, "memory.jsonl");
 for (const ns of ["memory", "memory_b"]) {

@@ -296,16 +296,16 @@ export function install(host) {
     }
     return true;
   };
-  const pathText = (node) => {
-    const parts = list();
-    for (let n = node; n !== null; n = n.parent) push(parts, n);
+  // Where a value sits: the keys of the first `count` objects being walked (the root's key is
+  // the label, such as "args"), then `key`, the value's own.
+  const pathText = (count, key) => {
     let out = "";
-    for (let i = parts.length - 1; i >= 0; i--) {
-      const n = parts[i];
-      if (n.parent === null) out += n.key;
-      else if (typeof n.key === "number") out += "[" + n.key + "]";
-      else if (isIdentifier(n.key)) out += "." + n.key;
-      else out += "[" + JSONStringify(n.key) + "]";
+    for (let i = 0; i <= count; i++) {
+      const k = i < count ? sKeys[i] : key;
+      if (i === 0) out += k;
+      else if (typeof k === "number") out += "[" + k + "]";
+      else if (isIdentifier(k)) out += "." + k;
+      else out += "[" + JSONStringify(k) + "]";
     }
     return out;
   };
@@ -340,19 +340,22 @@ export function install(host) {
   //
   // Every tool call serialises its arguments, so the walk is built once rather than per call:
   // its state lives in the variables below, and a serialisation started while another is under
-  // way (a toJSON or getter that calls a tool) saves and restores them. A path node is made
-  // only for an object or a refusal; a leaf needs none.
+  // way (a toJSON or getter that calls a tool) saves and restores them. The objects being
+  // walked, root first, and the key each sits at are two stacks `sDepth` deep, whose slots are
+  // emptied on the way out rather than popped: a path is written from them only for a refusal,
+  // so a walk allocates nothing for its bookkeeping.
   let sOut = "";
   let sSize = 0;
   let sMax = 0;
   let sSubject = "";
   let sAncestors = list();
-  let sAncestorNodes = list();
+  let sKeys = list();
+  let sDepth = 0;
   let serializing = false;
-  const pathNode = (parent, key) => ({ __proto__: null, parent, key });
-  const sFail = (what, node, hint) => {
+  // Refuses the value at `key` under the first `count` objects being walked.
+  const sFail = (what, count, key, hint) => {
     const verb = sSubject === "the result" ? "holds" : "hold";
-    failMessage = sSubject + " " + verb + " " + what + " at " + pathText(node) + (hint ? ": " + hint : "");
+    failMessage = sSubject + " " + verb + " " + what + " at " + pathText(count, key) + (hint ? ": " + hint : "");
     throw FAIL;
   };
   const sTooLarge = () => {
@@ -374,7 +377,22 @@ export function install(host) {
     return JSONStringify(toWellFormed(s));
   };
   const sQuote = (s) => sEmit(sQuoted(s));
-  const sWalk = (v, parent, key) => {
+  // Member names repeat from call to call: the quoted form of up to MAX_KEPT_KEYS short ones
+  // is kept, which skips the check and the copies above.
+  const MAX_KEPT_KEYS = 512;
+  const keptKeys = { __proto__: null };
+  let keptKeyCount = 0;
+  const sQuotedKey = (key) => {
+    const kept = keptKeys[key];
+    if (kept !== undefined) return kept;
+    const quoted = sQuoted(key);
+    if (key.length <= 64 && keptKeyCount < MAX_KEPT_KEYS) {
+      keptKeys[key] = quoted;
+      keptKeyCount++;
+    }
+    return quoted;
+  };
+  const sWalk = (v, key) => {
     switch (typeof v) {
       case "string":
         sQuote(v);
@@ -390,52 +408,67 @@ export function install(host) {
         sEmit("null");
         return;
       case "bigint":
-        sFail("a BigInt", pathNode(parent, key), "convert it with Number(x) or String(x)");
+        sFail("a BigInt", sDepth, key, "convert it with Number(x) or String(x)");
       case "symbol":
-        sFail("a symbol", pathNode(parent, key), "send its description instead");
+        sFail("a symbol", sDepth, key, "send its description instead");
       case "function":
-        sFail("a function", pathNode(parent, key), "send data, not code");
+        sFail("a function", sDepth, key, "send data, not code");
       default:
         if (v === null) {
           sEmit("null");
           return;
         }
-        sWalkObject(v, pathNode(parent, key));
+        sWalkObject(v, key);
     }
   };
-  const sWalkMembers = (o, node, keys, first) => {
+  const sWalkMembers = (o, keys, first) => {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const value = o[key];
       if (value === undefined) continue;
-      const head = (first ? "" : ",") + sQuoted(key) + ":";
+      const head = (first ? "" : ",") + sQuotedKey(key) + ":";
       first = false;
-      // A string member, the most common, in one piece.
-      if (typeof value === "string") {
-        sEmit(head + sQuoted(value));
-      } else {
-        sEmit(head);
-        sWalk(value, node, key);
+      // A string, number or boolean member, the most common, in one piece.
+      switch (typeof value) {
+        case "string":
+          sEmit(head + sQuoted(value));
+          break;
+        case "number":
+          sEmit(head + (NumberIsFinite(value) ? "" + value : "null"));
+          break;
+        case "boolean":
+          sEmit(head + (value ? "true" : "false"));
+          break;
+        default:
+          sEmit(head);
+          sWalk(value, key);
       }
     }
   };
-  const sWalkObject = (o, node) => {
+  // Leaves the object at `depth`: its slots are emptied so nothing it holds is kept.
+  const sLeave = (depth) => {
+    sAncestors[depth] = undefined;
+    sKeys[depth] = undefined;
+    sDepth = depth;
+  };
+  const sWalkObject = (o, key) => {
+    const depth = sDepth;
     const ancestors = sAncestors;
-    const ancestorNodes = sAncestorNodes;
-    for (let i = 0; i < ancestors.length; i++) {
+    for (let i = 0; i < depth; i++) {
       if (ancestors[i] === o) {
-        sFail("a cycle", node, "it refers back to " + pathText(ancestorNodes[i]));
+        sFail("a cycle", depth, key, "it refers back to " + pathText(i, sKeys[i]));
       }
     }
-    if (ancestors.length >= MAX_DEPTH) sFail("nesting deeper than " + MAX_DEPTH + " levels", node, "");
-    push(ancestors, o);
-    push(ancestorNodes, node);
+    if (depth >= MAX_DEPTH) sFail("nesting deeper than " + MAX_DEPTH + " levels", depth, key, "");
+    ancestors[depth] = o;
+    sKeys[depth] = key;
+    sDepth = depth + 1;
     if (ArrayIsArray(o)) {
       const length = o.length;
       sEmit("[");
       for (let i = 0; i < length; i++) {
         if (i > 0) sEmit(",");
-        sWalk(o[i], node, i);
+        sWalk(o[i], i);
       }
       sEmit("]");
     } else {
@@ -464,15 +497,14 @@ export function install(host) {
             isWrapper = true;
           } catch {}
           if (isWrapper) {
-            ancestors.length = ancestors.length - 1;
-            ancestorNodes.length = ancestorNodes.length - 1;
-            sWalk(unwrapped, node.parent, node.key);
+            sLeave(depth);
+            sWalk(unwrapped, key);
             return;
           }
         } else if (kindHint[tag] !== undefined) {
-          sFail(kindHint[tag][0], node, kindHint[tag][1]);
+          sFail(kindHint[tag][0], depth, key, kindHint[tag][1]);
         } else if (typedArrayTag(o) !== undefined) {
-          sFail("a " + typedArrayTag(o), node, "turn it into an array with Array.from(x)");
+          sFail("a " + typedArrayTag(o), depth, key, "turn it into an array with Array.from(x)");
         } else if (tag === "[object Error]") {
           sEmit("{");
           let name = "Error";
@@ -485,31 +517,29 @@ export function install(host) {
           sQuote(name);
           sEmit(',"message":');
           sQuote(message);
-          sWalkMembers(o, node, objectKeys(o), false);
+          sWalkMembers(o, objectKeys(o), false);
           sEmit("}");
           done = true;
         } else {
           const toJSON = o.toJSON;
           if (typeof toJSON === "function") {
-            const replacement = ReflectApply(toJSON, o, [node.parent === null ? "" : StringCtor(node.key)]);
-            ancestors.length = ancestors.length - 1;
-            ancestorNodes.length = ancestorNodes.length - 1;
+            const replacement = ReflectApply(toJSON, o, [depth === 0 ? "" : StringCtor(key)]);
+            sLeave(depth);
             if (replacement !== null && typeof replacement === "object" && getPrototypeOf(replacement) !== ObjectPrototype && getPrototypeOf(replacement) !== null && !ArrayIsArray(replacement)) {
-              sFail("an object whose toJSON returned another class instance", node, "return plain data from toJSON");
+              sFail("an object whose toJSON returned another class instance", depth, key, "return plain data from toJSON");
             }
-            sWalk(replacement, node.parent, node.key);
+            sWalk(replacement, key);
             return;
           }
         }
       }
       if (!done) {
         sEmit("{");
-        sWalkMembers(o, node, objectKeys(o), true);
+        sWalkMembers(o, objectKeys(o), true);
         sEmit("}");
       }
     }
-    ancestors.length = ancestors.length - 1;
-    ancestorNodes.length = ancestorNodes.length - 1;
+    sLeave(depth);
   };
   const serializeNested = (root, subject, label, maxChars) => {
     const out = sOut;
@@ -517,9 +547,11 @@ export function install(host) {
     const max = sMax;
     const outerSubject = sSubject;
     const ancestors = sAncestors;
-    const ancestorNodes = sAncestorNodes;
+    const keys = sKeys;
+    const depth = sDepth;
     sAncestors = list();
-    sAncestorNodes = list();
+    sKeys = list();
+    sDepth = 0;
     serializing = false;
     try {
       return serialize(root, subject, label, maxChars);
@@ -530,7 +562,8 @@ export function install(host) {
       sMax = max;
       sSubject = outerSubject;
       sAncestors = ancestors;
-      sAncestorNodes = ancestorNodes;
+      sKeys = keys;
+      sDepth = depth;
     }
   };
   const serialize = (root, subject, label, maxChars) => {
@@ -542,13 +575,17 @@ export function install(host) {
     sMax = maxChars;
     sSubject = subject;
     try {
-      sWalk(root, null, label);
+      sWalk(root, label);
       return sOut;
     } finally {
       serializing = false;
       sOut = "";
-      sAncestors.length = 0;
-      sAncestorNodes.length = 0;
+      // Left by a refusal or a throw partway down.
+      if (sDepth !== 0) {
+        sDepth = 0;
+        sAncestors.length = 0;
+        sKeys.length = 0;
+      }
     }
   };
 

@@ -352,6 +352,27 @@ fn results_that_are_not_json_are_refused_with_a_path() {
         "const a = { b: {} }; a.b.c = a; return a",
         expect![[r#"Unserializable("the result holds a cycle at result.b.c: it refers back to result")"#]],
     );
+    // A cycle back to an object in the middle of the path names that object's own path.
+    check(
+        "const a = { list: [0, { b: {} }] }; a.list[1].b.c = a.list[1]; return a",
+        expect![[
+            r#"Unserializable("the result holds a cycle at result.list[1].b.c: it refers back to result.list[1]")"#
+        ]],
+    );
+    check(
+        "class Odd { toJSON() { return new Map() } } return { 'a b': [{ x: new Odd() }] }",
+        expect![[
+            r#"Unserializable("the result holds an object whose toJSON returned another class instance at result[\"a b\"][0].x: return plain data from toJSON")"#
+        ]],
+    );
+    // Member names are quoted the same way the first time and when kept from an earlier walk.
+    check(
+        r#"const row = () => ({ ['__proto__']: 1, 'q"x': true, '0': null, '\ud800': -0, n: NaN, s: 's', u: undefined });
+           return [row(), row()]"#,
+        expect![[
+            r#"completed [{"0":null,"__proto__":1,"q\"x":true,"�":0,"n":null,"s":"s"},{"0":null,"__proto__":1,"q\"x":true,"�":0,"n":null,"s":"s"}]"#
+        ]],
+    );
     check(
         "return { id: 1n }",
         expect![[
