@@ -961,7 +961,6 @@ export function install(host) {
   };
   const MAX_ARGS_CHARS = 4 * 1024 * 1024;
   const argumentsText = (value, subject, label) => {
-    if (value === undefined) return "{}";
     try {
       return serialize(value, subject, label, MAX_ARGS_CHARS);
     } catch (e) {
@@ -970,15 +969,27 @@ export function install(host) {
     }
   };
 
-  const callTool = (address, args, options) => {
-    try {
-      const argsText = argumentsText(args, "tool arguments", "args");
-      const optionsText = argumentsText(options, "call options", "options");
-      return track(hostCall(address, argsText, optionsText), address);
-    } catch (e) {
-      return promiseReject(e);
-    }
-  };
+  // A namespace's function for one tool. Its body is the whole call, with no helper calls on
+  // the way for arguments left out: a bridged call's cost is mostly QuickJS calling functions.
+  const toolFunction = (address, tool) =>
+    ({
+      [tool](args, options) {
+        try {
+          const argsText = args === undefined ? "{}" : argumentsText(args, "tool arguments", "args");
+          const optionsText = options === undefined ? "{}" : argumentsText(options, "call options", "options");
+          const ticket = hostCall(address, argsText, optionsText);
+          // `track`, written out.
+          const promise = new NativePromise(capture);
+          pendingResolve[ticket] = capturedResolve;
+          pendingReject[ticket] = capturedReject;
+          pendingAddress[ticket] = address;
+          capturedResolve = capturedReject = undefined;
+          return promise;
+        } catch (e) {
+          return promiseReject(e);
+        }
+      },
+    })[tool];
 
   const editDistance = (a, b) => {
     let previous = list();
@@ -1032,8 +1043,7 @@ export function install(host) {
     const target = objectCreate(null);
     for (let i = 0; i < tools.length; i++) {
       const tool = tools[i];
-      const address = namespace + "." + tool;
-      target[tool] = { [tool](args, options) { return callTool(address, args, options); } }[tool];
+      target[tool] = toolFunction(namespace + "." + tool, tool);
     }
     setPrototypeOf(target, ObjectPrototype);
     freeze(target);
@@ -1535,16 +1545,6 @@ export function install(host) {
 
   // ---- what the driver calls ---------------------------------------------------------------
 
-  // Whether reading `then` on a parsed answer finds nothing without running guest code: its
-  // prototype chain is the untouched intrinsic one (Object.prototype's own prototype cannot be
-  // changed) and no link of it has `then`. Checking is cheaper than hiding `then` every time.
-  const thenUnreachable = (value) => {
-    if (hasOwn(ObjectPrototype, "then")) return false;
-    const proto = getPrototypeOf(value);
-    if (proto === ObjectPrototype) return true;
-    return proto === ArrayPrototype && !hasOwn(ArrayPrototype, "then") && getPrototypeOf(ArrayPrototype) === ObjectPrototype;
-  };
-
   let MAX_RESULT_CHARS = 0;
   const api = freeze({
     __proto__: null,
@@ -1563,7 +1563,19 @@ export function install(host) {
           reject(e);
           return;
         }
-        if (value !== null && typeof value === "object" && !hasOwn(value, "then") && !thenUnreachable(value)) {
+        if (value === null || typeof value !== "object") {
+          resolve(value);
+          return;
+        }
+        // Whether reading `then` on it finds nothing without running guest code: its prototype
+        // chain is the untouched intrinsic one (Object.prototype's own prototype cannot be
+        // changed) and no link of it has `then`. Checking is cheaper than hiding `then`.
+        const proto = getPrototypeOf(value);
+        const unreachable =
+          !hasOwn(ObjectPrototype, "then") &&
+          (proto === ObjectPrototype ||
+            (proto === ArrayPrototype && !hasOwn(ArrayPrototype, "then") && getPrototypeOf(ArrayPrototype) === ObjectPrototype));
+        if (!unreachable && !hasOwn(value, "then")) {
           // Resolving reads `value.then`; an own `undefined` hides any `then` the guest put on
           // Object.prototype for that one read, so the answer is delivered as it came.
           defineProperty(value, "then", data(undefined, false, true, true));
