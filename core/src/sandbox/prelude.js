@@ -969,22 +969,16 @@ export function install(host) {
     }
   };
 
-  // A namespace's function for one tool. Its body is the whole call, with no helper calls on
-  // the way for arguments left out: a bridged call's cost is mostly QuickJS calling functions.
+  // A namespace's function for one tool, making the call itself: a bridged call's cost is
+  // mostly QuickJS entering functions, so it enters no wrapper and no serializer for arguments
+  // left out.
   const toolFunction = (address, tool) =>
     ({
       [tool](args, options) {
         try {
           const argsText = args === undefined ? "{}" : argumentsText(args, "tool arguments", "args");
           const optionsText = options === undefined ? "{}" : argumentsText(options, "call options", "options");
-          const ticket = hostCall(address, argsText, optionsText);
-          // `track`, written out.
-          const promise = new NativePromise(capture);
-          pendingResolve[ticket] = capturedResolve;
-          pendingReject[ticket] = capturedReject;
-          pendingAddress[ticket] = address;
-          capturedResolve = capturedReject = undefined;
-          return promise;
+          return track(hostCall(address, argsText, optionsText), address);
         } catch (e) {
           return promiseReject(e);
         }
