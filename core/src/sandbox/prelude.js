@@ -392,14 +392,15 @@ export function install(host) {
     }
     return quoted;
   };
+  // A finite number's JSON text is its string form, as JSON.stringify writes it.
+  const numberText = (n) => (NumberIsFinite(n) ? "" + n : "null");
   const sWalk = (v, key) => {
     switch (typeof v) {
       case "string":
         sQuote(v);
         return;
       case "number":
-        // A finite number's JSON text is its string form, as JSON.stringify writes it.
-        sEmit(NumberIsFinite(v) ? "" + v : "null");
+        sEmit(numberText(v));
         return;
       case "boolean":
         sEmit(v ? "true" : "false");
@@ -434,7 +435,7 @@ export function install(host) {
           sEmit(head + sQuoted(value));
           break;
         case "number":
-          sEmit(head + (NumberIsFinite(value) ? "" + value : "null"));
+          sEmit(head + numberText(value));
           break;
         case "boolean":
           sEmit(head + (value ? "true" : "false"));
