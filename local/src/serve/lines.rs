@@ -1,104 +1,178 @@
-//! The stdio transport's input, checked line by line before rmcp reads it. A message longer than
-//! [`MAX_MESSAGE_BYTES`] is answered with a JSON-RPC error that names the limit (and the
-//! request's id when it comes early in the line) instead of being dropped without a word; the
-//! server reads on from the next line. Everything else passes through unchanged.
+//! The stdio transport's two ends as rmcp reads and writes them. rmcp drops a message longer
+//! than [`MAX_MESSAGE_BYTES`] without a word; [`Checked`] watches the input go by and answers
+//! each such line with a JSON-RPC error that names the limit (and the request's id when it
+//! comes early in the line), which [`Lines`] writes between two of rmcp's messages. Nothing is
+//! copied or handed between tasks on the way: a message costs what rmcp reading stdin and
+//! writing stdout itself costs.
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, ready};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The longest message the hub reads: `execute` code is at most 64 KiB, so this is generous.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
+/// The longest line rmcp keeps, its newline counted: exactly the messages [`Checked`] lets by.
+pub const MAX_LINE_BYTES: usize = MAX_MESSAGE_BYTES + 1;
+
 /// How much of an oversized line is kept to find its id.
 const HEAD_BYTES: usize = 256;
 
-/// Copies `input` to `to_server` one whole line at a time; each oversized line becomes an error
-/// on `errors`. Closes `to_server` at the end of input.
-pub async fn check_input(
-    mut input: impl AsyncRead + Unpin,
-    mut to_server: impl AsyncWrite + Unpin,
-    errors: mpsc::UnboundedSender<Vec<u8>>,
-) -> std::io::Result<()> {
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut line: Vec<u8> = Vec::new();
-    // Bytes of the line being skipped, and its first bytes.
-    let mut skipped: Option<(usize, Vec<u8>)> = None;
-    loop {
-        let read = input.read(&mut chunk).await?;
-        if read == 0 {
-            break;
-        }
-        let mut rest = &chunk[..read];
-        while !rest.is_empty() {
-            let (segment, ends_line) = match rest.iter().position(|b| *b == b'\n') {
-                Some(at) => (&rest[..at], true),
-                None => (rest, false),
-            };
-            rest = if ends_line { &rest[segment.len() + 1..] } else { &[] };
-            match &mut skipped {
-                Some((bytes, _)) => *bytes += segment.len(),
-                None if line.len() + segment.len() > MAX_MESSAGE_BYTES => {
-                    let mut head = std::mem::take(&mut line);
-                    let total = head.len() + segment.len();
-                    head.extend_from_slice(&segment[..segment.len().min(HEAD_BYTES)]);
-                    head.truncate(HEAD_BYTES);
-                    skipped = Some((total, head));
-                }
-                None => line.extend_from_slice(segment),
-            }
-            if !ends_line {
-                continue;
-            }
-            match skipped.take() {
-                Some((bytes, head)) => {
-                    let _ = errors.send(too_long(&head, bytes));
-                }
-                None => {
-                    line.push(b'\n');
-                    to_server.write_all(&line).await?;
-                    line.clear();
-                }
-            }
-        }
-    }
-    // A last line without a newline is still a message.
-    if skipped.is_none() && !line.is_empty() {
-        line.push(b'\n');
-        to_server.write_all(&line).await?;
-    }
-    to_server.shutdown().await
+/// The output rmcp writes its messages to, shared with [`Checked`], which puts its errors
+/// between them: never inside a message rmcp is partway through. Cheap to clone.
+pub struct Lines<W> {
+    shared: Arc<Mutex<Output<W>>>,
 }
 
-/// Copies the server's messages to `output` whole lines at a time, with the errors from
-/// [`check_input`] between them.
-pub async fn merge_output(
-    from_server: impl AsyncRead + Unpin,
-    mut output: impl AsyncWrite + Unpin,
-    mut errors: mpsc::UnboundedReceiver<Vec<u8>>,
-) -> std::io::Result<()> {
-    let mut from_server = BufReader::new(from_server);
-    let mut line = Vec::new();
-    let mut errors_open = true;
-    loop {
-        tokio::select! {
-            read = from_server.read_until(b'\n', &mut line) => {
-                if read? == 0 {
-                    break;
+impl<W> Clone for Lines<W> {
+    fn clone(&self) -> Self {
+        Lines { shared: Arc::clone(&self.shared) }
+    }
+}
+
+struct Output<W> {
+    out: W,
+    /// Whether rmcp has written part of a message and not yet its newline.
+    in_message: bool,
+    /// Errors waiting to be written, and how much of the first is out.
+    errors: VecDeque<Vec<u8>>,
+    written: usize,
+}
+
+impl<W: AsyncWrite + Unpin> Output<W> {
+    /// Writes the waiting errors, each whole, unless rmcp is partway through a message.
+    fn poll_errors(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.in_message {
+            return Poll::Ready(Ok(()));
+        }
+        while let Some(error) = self.errors.front() {
+            while self.written < error.len() {
+                let n = ready!(Pin::new(&mut self.out).poll_write(cx, &error[self.written..]))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
                 }
-                output.write_all(&line).await?;
-                output.flush().await?;
-                line.clear();
+                self.written += n;
             }
-            error = errors.recv(), if errors_open => match error {
-                Some(error) => {
-                    output.write_all(&error).await?;
-                    output.flush().await?;
+            self.errors.pop_front();
+            self.written = 0;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> Lines<W> {
+    pub fn new(out: W) -> Lines<W> {
+        let output = Output { out, in_message: false, errors: VecDeque::new(), written: 0 };
+        Lines { shared: Arc::new(Mutex::new(output)) }
+    }
+
+    fn output(&self) -> MutexGuard<'_, Output<W>> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `error` and writes it now if the output is free; otherwise rmcp's next write or
+    /// flush, or the next read, writes it.
+    fn answer(&self, error: Vec<u8>, cx: &mut Context<'_>) {
+        let mut output = self.output();
+        output.errors.push_back(error);
+        let _ = output.poll_errors(cx);
+    }
+
+    /// Writes the errors still waiting, and flushes.
+    pub async fn flush_errors(&self) -> io::Result<()> {
+        std::future::poll_fn(|cx| {
+            let mut output = self.output();
+            ready!(output.poll_errors(cx))?;
+            Pin::new(&mut output.out).poll_flush(cx)
+        })
+        .await
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Lines<W> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+        let mut output = self.output();
+        ready!(output.poll_errors(cx))?;
+        let n = ready!(Pin::new(&mut output.out).poll_write(cx, bytes))?;
+        if n > 0 {
+            output.in_message = bytes[n - 1] != b'\n';
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut output = self.output();
+        ready!(output.poll_errors(cx))?;
+        Pin::new(&mut output.out).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut output = self.output();
+        ready!(output.poll_errors(cx))?;
+        Pin::new(&mut output.out).poll_shutdown(cx)
+    }
+}
+
+/// The input as rmcp reads it, unchanged but for a newline after a last line that has none
+/// (still a message): each line's length is counted as it goes by, and a line over
+/// [`MAX_MESSAGE_BYTES`] (which rmcp, reading with [`MAX_LINE_BYTES`], drops) is answered
+/// through `lines`.
+pub struct Checked<R, W> {
+    input: R,
+    lines: Lines<W>,
+    /// Bytes of the line being read so far, and its first bytes.
+    line_bytes: usize,
+    head: Vec<u8>,
+    ended: bool,
+}
+
+impl<R, W: AsyncWrite + Unpin> Checked<R, W> {
+    pub fn new(input: R, lines: Lines<W>) -> Checked<R, W> {
+        Checked { input, lines, line_bytes: 0, head: Vec::new(), ended: false }
+    }
+
+    /// Counts `bytes` into the lines they belong to, answering each oversized one that ends.
+    fn watch(&mut self, bytes: &[u8], cx: &mut Context<'_>) {
+        for (i, segment) in bytes.split(|b| *b == b'\n').enumerate() {
+            if i > 0 {
+                if self.line_bytes > MAX_MESSAGE_BYTES {
+                    self.lines.answer(too_long(&self.head, self.line_bytes), cx);
                 }
-                None => errors_open = false,
-            },
+                self.line_bytes = 0;
+                self.head.clear();
+            }
+            self.line_bytes += segment.len();
+            let room = HEAD_BYTES - self.head.len();
+            self.head.extend_from_slice(&segment[..segment.len().min(room)]);
         }
     }
-    output.flush().await
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> AsyncRead for Checked<R, W> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        let start = buf.filled().len();
+        ready!(Pin::new(&mut this.input).poll_read(cx, buf))?;
+        if buf.filled().len() > start {
+            this.watch(&buf.filled()[start..], cx);
+            return Poll::Ready(Ok(()));
+        }
+        // The end of input: a last line without a newline is still a message.
+        if this.line_bytes > 0 && !this.ended && buf.remaining() > 0 {
+            this.ended = true;
+            buf.put_slice(b"\n");
+            this.watch(b"\n", cx);
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// The error for a line of `bytes` bytes starting with `head`.
@@ -150,21 +224,67 @@ mod tests {
         assert_eq!(request_id(b"\xff\xfe garbage"), json!(null));
     }
 
+    /// Reads `input` through [`Checked`] to its end as rmcp would, writing `answers` (what rmcp
+    /// writes) through [`Lines`]; returns what rmcp read and what reached the output.
+    async fn through(input: &[u8], answers: &[&[u8]]) -> (String, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let lines = Lines::new(Vec::new());
+        let mut checked = Checked::new(input, lines.clone());
+        let mut read = Vec::new();
+        checked.read_to_end(&mut read).await.unwrap();
+        let mut writer = lines.clone();
+        for answer in answers {
+            writer.write_all(answer).await.unwrap();
+        }
+        lines.flush_errors().await.unwrap();
+        let written = std::mem::take(&mut lines.output().out);
+        (String::from_utf8(read).unwrap(), String::from_utf8(written).unwrap())
+    }
+
     #[tokio::test]
-    async fn an_oversized_line_is_answered_and_the_next_one_passes() {
+    async fn an_oversized_line_is_answered_and_the_lines_around_it_pass() {
         let big = format!(
             r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":"{}"}}"#,
             "x".repeat(MAX_MESSAGE_BYTES)
         );
         let input = format!("{{\"id\":1}}\n{big}\n{{\"id\":2}}\n{{\"id\":3}}");
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut passed = Vec::new();
-        check_input(input.as_bytes(), &mut passed, tx).await.unwrap();
-        assert_eq!(String::from_utf8(passed).unwrap(), "{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n");
-        let error: serde_json::Value = serde_json::from_slice(&rx.recv().await.unwrap()).unwrap();
+        let (read, written) = through(input.as_bytes(), &[]).await;
+        // Passed on as it came (rmcp drops the long line itself), the last line ended.
+        assert_eq!(read, format!("{input}\n"));
+        let error: serde_json::Value = serde_json::from_str(written.trim_end()).unwrap();
         assert_eq!(error["id"], json!(9));
         assert_eq!(error["error"]["code"], json!(-32600));
         assert!(error["error"]["message"].as_str().unwrap().contains("over the limit of 4194304"));
-        assert!(rx.recv().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_line_of_exactly_the_limit_passes_unanswered() {
+        let line = "x".repeat(MAX_MESSAGE_BYTES);
+        let (read, written) = through(format!("{line}\n").as_bytes(), &[]).await;
+        assert_eq!(read.len(), MAX_MESSAGE_BYTES + 1);
+        assert_eq!(written, "");
+        // rmcp keeps a line of this many bytes, its newline counted, and drops a longer one.
+        assert_eq!(MAX_LINE_BYTES, read.len());
+    }
+
+    #[tokio::test]
+    async fn an_answer_never_lands_inside_a_message_being_written() {
+        let lines = Lines::new(Vec::new());
+        let mut writer = lines.clone();
+        use tokio::io::AsyncWriteExt;
+        // rmcp has written half a message when the oversized line is seen.
+        writer.write_all(b"{\"id\":1,").await.unwrap();
+        let big = format!(r#"{{"id":"big","x":"{}"}}"#, "x".repeat(MAX_MESSAGE_BYTES)) + "\n";
+        let mut checked = Checked::new(big.as_bytes(), lines.clone());
+        let mut sink = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut checked, &mut sink).await.unwrap();
+        writer.write_all(b"\"result\":{}}\n").await.unwrap();
+        lines.flush_errors().await.unwrap();
+        let written = String::from_utf8(std::mem::take(&mut lines.output().out)).unwrap();
+        let mut messages = written.lines();
+        assert_eq!(messages.next(), Some(r#"{"id":1,"result":{}}"#));
+        let error: serde_json::Value = serde_json::from_str(messages.next().unwrap()).unwrap();
+        assert_eq!(error["id"], json!("big"));
+        assert_eq!(messages.next(), None);
     }
 }

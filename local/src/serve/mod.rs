@@ -15,6 +15,7 @@ pub mod tools;
 
 use anyhow::{Context, Result};
 use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
 
 pub use self::http::serve_http;
 pub use handler::HubServer;
@@ -22,20 +23,19 @@ pub use handler::HubServer;
 use std::path::Path;
 
 /// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
-/// Input reaches rmcp through [`lines::check_input`], so an oversized message is answered.
+/// rmcp reads and writes them through [`lines`], so an oversized message is answered.
 pub async fn serve_stdio(home: &Path, profile: &str) -> Result<()> {
     let (stdin, stdout) = stdio::stdio();
-    let (server_side, hub_side) = tokio::io::duplex(256 * 1024);
-    let (from_server, to_server) = tokio::io::split(hub_side);
-    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
-    let input = tokio::spawn(lines::check_input(stdin, to_server, errors_tx));
-    let output = tokio::spawn(lines::merge_output(from_server, stdout, errors_rx));
+    let output = lines::Lines::new(stdout);
+    let input = lines::Checked::new(stdin, output.clone());
+    let transport =
+        AsyncRwTransport::new_server(input, output.clone()).with_max_line_length(lines::MAX_LINE_BYTES);
     let service = HubServer::for_profile(home, profile)
-        .serve(server_side)
+        .serve(transport)
         .await
         .context("starting the MCP server on stdio")?;
     service.waiting().await.context("serving MCP on stdio")?;
-    input.abort();
-    output.await.context("writing to stdout")?.context("writing to stdout")?;
+    // The answer to an oversized last line may still be waiting.
+    output.flush_errors().await.context("writing to stdout")?;
     Ok(())
 }
