@@ -153,11 +153,41 @@ pub struct RecordLock {
 }
 
 impl RecordLock {
+    /// Holds nothing.
+    pub(super) fn none() -> RecordLock {
+        RecordLock { _file: None, journal: false }
+    }
+
     /// The run's journal, open read and write, when this is one of its locks and the lock is a
     /// range of the journal itself (Linux): an append under the journal's lock needs no other
     /// open.
     pub(super) fn journal(&self) -> Option<&File> {
         if self.journal { self._file.as_ref() } else { None }
+    }
+
+    /// Takes run lock `which` too, as another range of the journal this lock holds open, let go
+    /// with this one; `false` (nothing taken) where this lock is not a range of the journal.
+    pub(super) fn also(&self, which: RunLock, exclusive: bool) -> std::io::Result<bool> {
+        let Some(file) = self.journal() else { return Ok(false) };
+        // A record this thread holds back may hold the lock it is about to wait for.
+        super::behind::release_held();
+        lock_range(file, RUN_LOCKS_AT + which as i64, exclusive)?;
+        Ok(true)
+    }
+
+    /// The append lock of the run journal at `path`, which this process created and whose name
+    /// is durable, taken ahead so the run given that journal opens nothing (Linux; `None`
+    /// elsewhere, or when the journal cannot be opened).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(super) fn prepared(path: &std::path::Path) -> Option<RecordLock> {
+        let file = OpenOptions::new().read(true).write(true).open(path).ok()?;
+        lock_range(&file, RUN_LOCKS_AT + RunLock::Journal as i64, true).ok()?;
+        Some(RecordLock { _file: Some(file), journal: true })
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(super) fn prepared(_path: &std::path::Path) -> Option<RecordLock> {
+        None
     }
 }
 

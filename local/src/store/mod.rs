@@ -34,7 +34,9 @@
 //! (`{"kind":"start","record":…}`) instead of a file: nothing is synced or renamed when the
 //! run starts, and its first call's synced line makes that line durable with it. Until the
 //! run's last record is written (behind, as in 3.), readers take the record from that line,
-//! so a hub stopped in between leaves a run that resumes the same way.
+//! so a hub stopped in between leaves a run that resumes the same way. The writer threads hand
+//! such a journal over open, its append lock taken, so a run's start opens and locks nothing;
+//! one whose name is gone by then (pruned by another hub) is not used.
 
 mod behind;
 mod blobs;

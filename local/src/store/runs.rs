@@ -45,9 +45,28 @@ impl Store {
     pub fn save_run_sync(&self, run: &RunRecord) -> Result<(), StoreError> {
         let path = self.run_path(&run.id)?;
         let journal = self.journal_path(&run.id)?;
-        // An attempt that ends lets go of its journal once this record is saved.
+        // A prepared journal counts as such for its run's first save only. That save, a new
+        // run's first record, goes in it as its first line, under no lock but the journal's
+        // own: no one else can know the run yet, and nothing of it was journaled before.
+        let prepared = was_taken(&journal);
+        if self.write_behind
+            && prepared
+            && run.status == RunStatus::Running
+            && self.start_in_journal(run, &journal)?
+        {
+            return Ok(());
+        }
+        // An attempt that ends lets go of its journal once this record is saved. Until then the
+        // journal it kept open holds the record's lock too (another range of it), and then the
+        // lock for the writer threads: no other open is needed.
         let kept = if run.status == RunStatus::Running { None } else { take_kept(&journal) };
-        let lock = self.lock(&run.id)?;
+        let on_kept = match &kept {
+            Some(kept) => {
+                kept.lock.also(super::lock::RunLock::Record, true).map_err(|e| io_error(&journal, e))?
+            }
+            None => false,
+        };
+        let lock = if on_kept { RecordLock::none() } else { self.lock(&run.id)? };
         // The outcomes journaled since the last sync are durable before the record says what
         // they led to, and before the answer built from them leaves.
         self.sync_deferred(&run.id, kept.as_ref())?;
@@ -57,15 +76,6 @@ impl Store {
         // durable and the first append needs only a sync of its own data.
         // This write starts over whatever an earlier one left.
         forget_failure(&path);
-        // A prepared journal counts as such for its run's first save only.
-        let prepared = was_taken(&journal);
-        if self.write_behind
-            && prepared
-            && run.status == RunStatus::Running
-            && self.start_in_journal(run, &journal)?
-        {
-            return Ok(());
-        }
         let behind = match run.status {
             RunStatus::Running => true,
             RunStatus::AwaitingInput => false,
@@ -77,9 +87,15 @@ impl Store {
             },
         };
         if self.write_behind && behind {
-            let written = self.written_lock(&run.id, true)?;
+            let locks = match kept.filter(|_| on_kept) {
+                Some(kept) => {
+                    kept.lock.also(super::lock::RunLock::Written, true).map_err(|e| io_error(&journal, e))?;
+                    [kept.lock, lock]
+                }
+                None => [lock, self.written_lock(&run.id, true)?],
+            };
             let prepare = prepared_wanted(&journal).then(|| self.new_journal_path()).flatten();
-            return write_behind(WriteBehind { path, journal, bytes, locks: [lock, written], prepare });
+            return write_behind(WriteBehind { path, journal, bytes, locks, prepare });
         }
         write_record(&path, &bytes, &[&journal])
             .map_err(|e| StoreError::Io(path.display().to_string(), format!("{e:#}")))
@@ -316,8 +332,9 @@ fn starts_with_record(file: &File) -> bool {
     file.read_exact_at(&mut head, 0).is_ok() && is_start_line(&head)
 }
 
-/// Journals this process created ahead for runs not started yet, each with its name durable.
-static PREPARED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// Journals this process created ahead for runs not started yet, each with its name durable,
+/// and held open with its append lock where that is a range of it.
+static PREPARED: std::sync::Mutex<Vec<(PathBuf, Option<RecordLock>)>> = std::sync::Mutex::new(Vec::new());
 
 /// How many prepared journals a runs directory keeps ready in this process: one for the next
 /// run, and one for a run that starts while the last is finishing.
@@ -326,25 +343,27 @@ const PREPARED_AHEAD: usize = 2;
 /// Whether the writer threads should prepare another journal beside `journal`.
 fn prepared_wanted(journal: &Path) -> bool {
     let Some(dir) = journal.parent() else { return false };
-    PREPARED
-        .lock()
-        .is_ok_and(|prepared| prepared.iter().filter(|p| p.parent() == Some(dir)).count() < PREPARED_AHEAD)
+    PREPARED.lock().is_ok_and(|prepared| {
+        prepared.iter().filter(|(p, _)| p.parent() == Some(dir)).count() < PREPARED_AHEAD
+    })
 }
 
-/// Keeps a journal the writer threads created and made durable, for a later run.
+/// Keeps a journal the writer threads created and made durable, for a later run, open with its
+/// append lock already taken: the run it goes to opens and locks nothing for its first lines.
 pub(super) fn keep_prepared(journal: PathBuf) {
+    let lock = RecordLock::prepared(&journal);
     if let Ok(mut prepared) = PREPARED.lock() {
-        prepared.push(journal);
+        prepared.push((journal, lock));
     }
 }
 
-/// A prepared journal in `dir`, handed out once.
-fn take_prepared(dir: &Path) -> Option<PathBuf> {
+/// A prepared journal in `dir`, handed out once, with its append lock when it holds one.
+fn take_prepared(dir: &Path) -> Option<(PathBuf, Option<RecordLock>)> {
     let mut prepared = PREPARED.lock().ok()?;
-    let at = prepared.iter().position(|p| p.parent() == Some(dir))?;
-    let journal = prepared.swap_remove(at);
+    let at = prepared.iter().position(|(p, _)| p.parent() == Some(dir))?;
+    let (journal, lock) = prepared.swap_remove(at);
     TAKEN.lock().ok()?.push(journal.clone());
-    Some(journal)
+    Some((journal, lock))
 }
 
 /// Prepared journals handed to runs that have not written their first record yet: only these
@@ -377,6 +396,8 @@ struct Kept {
     torn: bool,
     /// Whether this thread wrote the run's first record as the journal's first line.
     started: bool,
+    /// Whether the journal still has a name (nothing removed it since it was opened).
+    linked: bool,
 }
 
 impl Kept {
@@ -395,8 +416,11 @@ impl Kept {
                     .map_err(|e| io_error(path, e))?,
             ),
         };
-        let mut kept = Kept { path: path.to_owned(), lock, file, len: 0, torn: false, started: false };
-        kept.len = kept.file().metadata().map_err(|e| io_error(path, e))?.len();
+        let mut kept =
+            Kept { path: path.to_owned(), lock, file, len: 0, torn: false, started: false, linked: true };
+        let metadata = kept.file().metadata().map_err(|e| io_error(path, e))?;
+        kept.len = metadata.len();
+        kept.linked = std::os::unix::fs::MetadataExt::nlink(&metadata) > 0;
         kept.torn = kept.len > 0 && !ends_with_newline(kept.file(), kept.len);
         Ok(kept)
     }
@@ -561,9 +585,15 @@ impl RunStore for Store {
         if !self.write_behind {
             return None;
         }
-        let journal = take_prepared(&self.root.join("runs"))?;
+        let (journal, lock) = take_prepared(&self.root.join("runs"))?;
         let name = journal.file_name()?.to_str()?;
-        RunId::parse(name.strip_suffix(".journal.jsonl")?)
+        let id = RunId::parse(name.strip_suffix(".journal.jsonl")?)?;
+        // Its first append takes the journal as it is held open, unless the name is gone
+        // (pruned meanwhile): then the record is written as a file, as without a prepared one.
+        if let Some(kept) = lock.and_then(|lock| Kept::new(&journal, lock).ok()).filter(|kept| kept.linked) {
+            keep(kept);
+        }
+        Some(id)
     }
 
     fn append_journal_deferred<'a>(
@@ -655,6 +685,51 @@ mod tests {
         let next = store.take_prepared_run().expect("a journal prepared behind the record");
         assert_ne!(next, id);
         assert_eq!(fs::read(store.journal_path(&next).unwrap()).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_run_thread_gets_its_prepared_journal_open_and_never_writes_to_a_pruned_one() {
+        let (_dir, store) = server_store();
+        let runs = store.root.join("runs");
+        let journal = runs.join("run_00000000000000c7.journal.jsonl");
+        File::create(&journal).unwrap();
+        keep_prepared(journal.clone());
+        let _keeps = keep_journal_open();
+        let id = store.take_prepared_run().unwrap();
+        // Handed out open, with its append lock: the start needs no open of its own.
+        assert!(KEPT.with(|cell| cell.borrow().1.as_ref().is_some_and(|kept| kept.path == journal)));
+        store.save_run_sync(&run(&id, RunStatus::Running)).unwrap();
+        let intent = JournalEntry::Call {
+            seq: 0,
+            address: "notes.list".into(),
+            connection: None,
+            digest: "d".into(),
+            at_ms: 2,
+        };
+        store.append_journal_sync(&id, &intent).unwrap();
+        // The last record's locks are ranges of that same open journal, held until it lands;
+        // a reader waits for it, then finds the run completed and the journal whole.
+        store.save_run_sync(&run(&id, RunStatus::Completed)).unwrap();
+        assert_eq!(store.load_run_sync(&id).unwrap().unwrap().status, RunStatus::Completed);
+        assert_eq!(store.read_journal_sync(&id).unwrap(), vec![intent]);
+        assert!(fs::read_to_string(&journal).unwrap().starts_with(r#"{"kind":"start","#));
+
+        // A prepared journal removed before its run starts (pruned by another hub): the run's
+        // first record goes to a file of its own, not to the removed journal.
+        let gone = runs.join("run_00000000000000c8.journal.jsonl");
+        File::create(&gone).unwrap();
+        keep_prepared(gone.clone());
+        fs::remove_file(&gone).unwrap();
+        let id = loop {
+            // The writer threads may have prepared another journal meanwhile.
+            let id = store.take_prepared_run().unwrap();
+            if store.journal_path(&id).unwrap() == gone {
+                break id;
+            }
+        };
+        store.save_run_sync(&run(&id, RunStatus::Running)).unwrap();
+        crate::store::wait_for_writes();
+        assert_eq!(store.load_run_sync(&id).unwrap().unwrap().status, RunStatus::Running);
     }
 
     #[test]
