@@ -645,6 +645,17 @@ mod tests {
         }
     }
 
+    /// The intent line of a run's first call.
+    fn first_call() -> JournalEntry {
+        JournalEntry::Call {
+            seq: 0,
+            address: "notes.list".into(),
+            connection: None,
+            digest: "d".into(),
+            at_ms: 2,
+        }
+    }
+
     #[test]
     fn a_new_runs_first_record_is_the_first_line_of_its_prepared_journal() {
         let (_dir, store) = server_store();
@@ -665,13 +676,7 @@ mod tests {
         assert_eq!(store.load_run_sync(&id).unwrap().unwrap().status, RunStatus::Running);
         assert_eq!(store.run_ids(), vec![id.to_string()]);
         assert!(store.read_journal_sync(&id).unwrap().is_empty());
-        let intent = JournalEntry::Call {
-            seq: 0,
-            address: "notes.list".into(),
-            connection: None,
-            digest: "d".into(),
-            at_ms: 2,
-        };
+        let intent = first_call();
         store.append_journal_sync(&id, &intent).unwrap();
         assert_eq!(store.read_journal_sync(&id).unwrap(), vec![intent.clone()]);
 
@@ -699,13 +704,7 @@ mod tests {
         // Handed out open, with its append lock: the start needs no open of its own.
         assert!(KEPT.with(|cell| cell.borrow().1.as_ref().is_some_and(|kept| kept.path == journal)));
         store.save_run_sync(&run(&id, RunStatus::Running)).unwrap();
-        let intent = JournalEntry::Call {
-            seq: 0,
-            address: "notes.list".into(),
-            connection: None,
-            digest: "d".into(),
-            at_ms: 2,
-        };
+        let intent = first_call();
         store.append_journal_sync(&id, &intent).unwrap();
         // The last record's locks are ranges of that same open journal, held until it lands;
         // a reader waits for it, then finds the run completed and the journal whole.
