@@ -82,6 +82,15 @@ impl<W: AsyncWrite + Unpin> Lines<W> {
         let _ = output.poll_errors(cx);
     }
 
+    /// Writes the errors still waiting if the output is free now; a read calls this, so an
+    /// answer the output could not take at once is not left waiting for rmcp's next message.
+    fn retry(&self, cx: &mut Context<'_>) {
+        let mut output = self.output();
+        if !output.errors.is_empty() {
+            let _ = output.poll_errors(cx);
+        }
+    }
+
     /// Writes the errors still waiting, and flushes.
     pub async fn flush_errors(&self) -> io::Result<()> {
         std::future::poll_fn(|cx| {
@@ -159,6 +168,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> AsyncRead for Checked<R, W> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        this.lines.retry(cx);
         let start = buf.filled().len();
         ready!(Pin::new(&mut this.input).poll_read(cx, buf))?;
         if buf.filled().len() > start {
