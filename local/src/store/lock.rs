@@ -165,13 +165,13 @@ impl RecordLock {
         if self.journal { self._file.as_ref() } else { None }
     }
 
-    /// Takes run lock `which` too, as another range of the journal this lock holds open, let go
-    /// with this one; `false` (nothing taken) where this lock is not a range of the journal.
-    pub(super) fn also(&self, which: RunLock, exclusive: bool) -> std::io::Result<bool> {
+    /// Takes run lock `which` too, exclusive, as another range of the journal this lock holds
+    /// open, let go with this one; `false` (nothing taken) where this lock is not a range of it.
+    pub(super) fn also(&self, which: RunLock) -> std::io::Result<bool> {
         let Some(file) = self.journal() else { return Ok(false) };
         // A record this thread holds back may hold the lock it is about to wait for.
         super::behind::release_held();
-        lock_range(file, RUN_LOCKS_AT + which as i64, exclusive)?;
+        lock_range(file, RUN_LOCKS_AT + which as i64, true)?;
         Ok(true)
     }
 

@@ -61,9 +61,7 @@ impl Store {
         // lock for the writer threads: no other open is needed.
         let kept = if run.status == RunStatus::Running { None } else { take_kept(&journal) };
         let on_kept = match &kept {
-            Some(kept) => {
-                kept.lock.also(super::lock::RunLock::Record, true).map_err(|e| io_error(&journal, e))?
-            }
+            Some(kept) => kept.lock_too(super::lock::RunLock::Record)?,
             None => false,
         };
         let lock = if on_kept { RecordLock::none() } else { self.lock(&run.id)? };
@@ -89,7 +87,7 @@ impl Store {
         if self.write_behind && behind {
             let locks = match kept.filter(|_| on_kept) {
                 Some(kept) => {
-                    kept.lock.also(super::lock::RunLock::Written, true).map_err(|e| io_error(&journal, e))?;
+                    kept.lock_too(super::lock::RunLock::Written)?;
                     [kept.lock, lock]
                 }
                 None => [lock, self.written_lock(&run.id, true)?],
@@ -423,6 +421,12 @@ impl Kept {
         kept.linked = std::os::unix::fs::MetadataExt::nlink(&metadata) > 0;
         kept.torn = kept.len > 0 && !ends_with_newline(kept.file(), kept.len);
         Ok(kept)
+    }
+
+    /// Takes run lock `which` (exclusive) on this open journal too; `false` where locks are not
+    /// ranges of the journal, and nothing was taken.
+    fn lock_too(&self, which: super::lock::RunLock) -> Result<bool, StoreError> {
+        self.lock.also(which).map_err(|e| io_error(&self.path, e))
     }
 
     fn file(&self) -> &File {
