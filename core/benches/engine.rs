@@ -8,6 +8,8 @@
 //! - `execute_one_call` and `execute_100_calls`: read-only tool calls, each decided by policy,
 //!   journaled twice and answered by the fake upstream; the per-call overhead is
 //!   `(execute_100_calls - execute_return_1) / 100`.
+//! - `after_answer`: what `hub serve` does between two runs, off the clock: free the last
+//!   attempt's runtime and prepare the next.
 //! - `prepared/…`: the same, with the next attempt's runtime, context and installed prelude
 //!   made off the clock (`QuickJs::prepare`) and the last attempt's runtime freed off the clock
 //!   (`QuickJs::free_spent_later`), as `hub serve` does after each answer: what a served run
@@ -38,6 +40,10 @@ use capabilities_core::surface::Surface;
 use capabilities_core::surface::envelope::Envelope;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+
+/// The allocator the local hub runs with (`local/src/lib.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn surface() -> Surface {
     let tools = vec![
@@ -155,6 +161,21 @@ fn bench(c: &mut Criterion) {
         after_prepare(sandbox, b, run("return await notes.list({ q: 'a' })"))
     });
     group.bench_function("prepared/execute_100_calls", |b| after_prepare(sandbox, b, run(hundred)));
+    // What a served run's thread does once the answer has gone: free the spent runtime and
+    // prepare the next guest. Off the caller's clock, but on a CPU the next call may want.
+    group.bench_function("after_answer", |b| {
+        b.iter_custom(|iters| {
+            let mut took = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                drop(black_box(floor(sandbox)));
+                let start = Instant::now();
+                sandbox.free_spent();
+                sandbox.prepare().expect("a prepared guest");
+                took += start.elapsed();
+            }
+            took
+        })
+    });
     group.finish();
 }
 

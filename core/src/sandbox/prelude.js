@@ -1032,16 +1032,18 @@ export function install(host) {
     return text + ". hub.search(query) finds tools by what they do";
   };
 
-  // Runs on first use of a namespace, possibly after guest code has run: the target is filled
-  // while it has no prototype, so no inherited setter can see the assignments.
+  // Runs on first use of a namespace, possibly after guest code has run: the namespace is
+  // filled while it has no prototype, so no inherited setter can see the assignments. Its tools
+  // are its own properties, so a call reads one directly; a name it does not have falls through
+  // to its prototype, a proxy whose `get` says what the namespace has instead. The proxy's
+  // target is an empty object of its own whose prototype is Object.prototype, so methods,
+  // `instanceof Object` and `await` of a namespace work as on any object.
   const makeNamespace = (namespace, tools) => {
     const target = objectCreate(null);
     for (let i = 0; i < tools.length; i++) {
       const tool = tools[i];
       target[tool] = toolFunction(namespace + "." + tool, tool);
     }
-    setPrototypeOf(target, ObjectPrototype);
-    freeze(target);
     const handler = freeze({
       __proto__: null,
       get(t, key, receiver) {
@@ -1049,7 +1051,8 @@ export function install(host) {
         throw new TypeErrorCtor(unknownToolMessage(namespace, tools, key));
       },
     });
-    return new NativeProxy(target, handler);
+    setPrototypeOf(target, new NativeProxy(objectCreate(ObjectPrototype), handler));
+    return freeze(target);
   };
 
   const lookup = (kind, args) => {

@@ -66,7 +66,7 @@ fn a_syntax_error_spends_the_prepared_guest() {
 /// error for a tool it lacks.
 const LOOK: &str =
     "const out = [Object.keys(github).join(','), Object.isFrozen(github), github.getIssue.name, \
-     Object.getPrototypeOf(github) === Object.prototype];
+     github instanceof Object && Object.prototype.isPrototypeOf(github)];
      try { github.getIssu } catch (e) { out.push(e.message) }
      out.push(await github.getIssue({ n: 1 }));
      return out";
