@@ -138,6 +138,7 @@ export function install(host) {
   const bigintAsUintN = BigInt.asUintN;
 
   const hostCall = host.call;
+  const hostCallPlain = host.callPlain;
   const hostLookup = host.lookup;
   const hostLog = host.log;
   const hostTools = host.tools;
@@ -971,15 +972,21 @@ export function install(host) {
   };
 
   // A namespace's function for one tool, making the call itself: a bridged call's cost is
-  // mostly QuickJS entering functions, so it enters no wrapper and no serializer for arguments
-  // left out.
+  // mostly QuickJS entering functions, so it enters no wrapper. The host reads arguments and
+  // options that are plain data straight from the values (no getter, proxy or class instance,
+  // nothing it would have to run); for anything else it answers -1 and they go as text,
+  // through the serializer, which runs `toJSON` and says what cannot be sent.
   const toolFunction = (address, tool) =>
     ({
       [tool](args, options) {
         try {
-          const argsText = args === undefined ? "{}" : argumentsText(args, "tool arguments", "args");
-          const optionsText = options === undefined ? "{}" : argumentsText(options, "call options", "options");
-          return track(hostCall(address, argsText, optionsText), address);
+          let ticket = hostCallPlain(address, args, options);
+          if (ticket < 0) {
+            const argsText = args === undefined ? "{}" : argumentsText(args, "tool arguments", "args");
+            const optionsText = options === undefined ? "{}" : argumentsText(options, "call options", "options");
+            ticket = hostCall(address, argsText, optionsText);
+          }
+          return track(ticket, address);
         } catch (e) {
           return promiseReject(e);
         }

@@ -7,6 +7,7 @@
 
 mod driver;
 mod hostile;
+mod plain;
 mod prelude;
 mod prepared;
 

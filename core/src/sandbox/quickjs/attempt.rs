@@ -27,7 +27,7 @@ use crate::sandbox::{
 /// What the guest context is built with. No `Eval`: nothing in the guest can compile text.
 /// No `WeakRef` (garbage collection would become observable) and no `Performance` (the
 /// prelude's `performance.now()` runs on the logical clock).
-type GuestIntrinsics = (Date, RegExp, Json, Proxy, MapSet, TypedArrays, PromiseIntrinsic);
+pub(crate) type GuestIntrinsics = (Date, RegExp, Json, Proxy, MapSet, TypedArrays, PromiseIntrinsic);
 
 /// The module name of a run's code, as it appears in stack traces.
 const CODE_MODULE: &str = "code.js";

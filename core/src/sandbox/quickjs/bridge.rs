@@ -1,5 +1,5 @@
-//! The host end of the prelude: the functions handed to its `install` (tool calls, hub lookups,
-//! console lines, a namespace's tools) and the state they fill for the driver loop. They are
+//! The host end of the prelude: the functions handed to its `install` (tool calls, as plain
+//! values or as JSON text, hub lookups, console lines, a namespace's tools) and the state they fill for the driver loop. They are
 //! built with the guest, ahead of the attempt; the attempt then gives the state its namespaces
 //! and log budget with [`GuestBridge::begin`].
 //!
@@ -13,6 +13,7 @@ use std::rc::Rc;
 use rquickjs::{Ctx, Exception, Function, Object};
 use serde_json::Value;
 
+use super::plain;
 use crate::sandbox::{GuestCall, GuestNamespace};
 
 /// A lookup the guest made with `hub.search`, `hub.describe`, `hub.read` or `hub.skill`.
@@ -128,6 +129,17 @@ impl GuestBridge {
         std::mem::take(&mut *self.logs.borrow_mut())
     }
 
+    /// Records a tool call; returns its ticket.
+    fn call(&self, address: String, args: Value, options: Value) -> u32 {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq.saturating_add(1));
+        let ticket = self.ticket();
+        self.requests
+            .borrow_mut()
+            .push(GuestRequest::Call { ticket, call: GuestCall { seq, address, args, options } });
+        ticket
+    }
+
     fn ticket(&self) -> u32 {
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket.wrapping_add(1));
@@ -148,16 +160,28 @@ impl GuestBridge {
                     "{}" => Value::Object(serde_json::Map::new()),
                     _ => parse_json(&ctx, &options, "call options")?,
                 };
-                let seq = this.next_seq.get();
-                this.next_seq.set(seq.saturating_add(1));
-                let ticket = this.ticket();
-                this.requests
-                    .borrow_mut()
-                    .push(GuestRequest::Call { ticket, call: GuestCall { seq, address, args, options } });
-                Ok(ticket)
+                Ok(this.call(address, args, options))
             },
         )?;
         host.set("call", call)?;
+
+        // The same call with its arguments and options as the guest's values: taken when both
+        // are plain data (see `plain`), else -1 and the prelude sends them as text through `call`.
+        let this = Rc::clone(self);
+        let realm = plain::Realm::new(ctx)?;
+        let call_plain = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  address: String,
+                  args: rquickjs::Value<'js>,
+                  options: rquickjs::Value<'js>|
+                  -> f64 {
+                let Some(args) = plain::read(&ctx, &realm, &args) else { return -1.0 };
+                let Some(options) = plain::read(&ctx, &realm, &options) else { return -1.0 };
+                f64::from(this.call(address, args, options))
+            },
+        )?;
+        host.set("callPlain", call_plain)?;
 
         let this = Rc::clone(self);
         let lookup = Function::new(

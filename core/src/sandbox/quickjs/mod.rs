@@ -20,6 +20,7 @@ mod bridge;
 pub(crate) mod compile;
 mod memory;
 mod meter;
+mod plain;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
