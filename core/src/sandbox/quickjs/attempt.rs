@@ -17,6 +17,7 @@ use super::bridge::{GuestBridge, GuestRequest, Logs, LookupKind};
 use super::compile::{CompileError, MAX_STACK_BYTES, NoModules, compile_module, load_module};
 use super::memory::{GuestAllocator, Heap};
 use super::meter::{Budget, Stop};
+use super::plain;
 use crate::ports::LocalBoxFuture;
 use crate::prelude;
 use crate::sandbox::{
@@ -34,6 +35,8 @@ const CODE_MODULE: &str = "code.js";
 /// Results above this many characters of JSON are refused before they leave the guest; the
 /// engine keeps what does not fit inline as a handle.
 pub(crate) const MAX_RESULT_BYTES: usize = crate::handles::MAX_RESULT_CHARS;
+// A result read as plain data is never one the prelude's `finish` would refuse as too large.
+const _: () = assert!(plain::MAX_TEXT <= MAX_RESULT_BYTES);
 /// Allocation, in bytes, before the first garbage collection of an attempt.
 const GC_THRESHOLD_BYTES: usize = 4 * 1024 * 1024;
 /// Extra heap granted once the code has settled, so the result or the error can still be
@@ -78,6 +81,8 @@ struct Guest {
     runtime: Runtime,
     budget: Rc<Budget>,
     heap: Rc<Heap>,
+    /// What a plain result is read against.
+    realm: Option<plain::Realm>,
 }
 
 /// The evaluated code module: its evaluation promise and its namespace (`default` holds the
@@ -252,8 +257,9 @@ impl Guest {
 
         // Field by field, the handle first: it must go before the context and runtime.
         let Fresh { configure, host, context, runtime, heap } = fresh;
+        let realm = host.realm();
         drop((configure, host));
-        let mut guest = Guest { api, settle, code: None, context, runtime, budget, heap };
+        let mut guest = Guest { api, settle, code: None, context, runtime, budget, heap, realm };
         guest.run_jobs()?;
         let evaluated = guest.budget.segment(|| {
             guest.context.with(|ctx| {
@@ -514,14 +520,22 @@ impl Guest {
             Settled::Rejected(reason) => self.error_end(reason),
             Settled::Resolved(value) => {
                 let text = self.budget.segment(|| {
-                    self.context.with(|ctx| -> rquickjs::Result<String> {
+                    self.context.with(|ctx| -> rquickjs::Result<Finished> {
+                        let value = value.restore(&ctx)?;
+                        // Plain data is read as it is; anything else is written by the prelude.
+                        if let Some(plain) =
+                            self.realm.and_then(|realm| plain::read_result(&ctx, &realm, &value))
+                        {
+                            return Ok(Finished::Plain(plain));
+                        }
                         let api = self.api.clone().restore(&ctx)?;
                         let finish: Function = api.get("finish")?;
-                        finish.call((value.restore(&ctx)?,))
+                        finish.call((value,)).map(Finished::Text)
                     })
                 });
                 match text {
-                    Ok(text) => result_end(&text),
+                    Ok(Finished::Plain(plain)) => AttemptEnd::Completed(Some(plain)),
+                    Ok(Finished::Text(text)) => result_end(&text),
                     Err(_) if self.heap.exhausted() => AttemptEnd::Limit(LimitKind::Memory),
                     Err(e) => {
                         self.stopped_or(|_| AttemptEnd::Internal(format!("cannot read the result: {e}")))
@@ -650,6 +664,12 @@ async fn drain(in_flight: &mut InFlight<'_>) -> bool {
         suspended |= matches!(reply, Reply::Call(GuestReply::Suspend));
     }
     suspended
+}
+
+/// The value the code returned: read as plain data, or the prelude's `finish` answer.
+enum Finished {
+    Plain(serde_json::Value),
+    Text(String),
 }
 
 /// Reads the prelude's `finish` answer: `U`, `J<json>` or `E<reason>`.

@@ -76,6 +76,8 @@ pub(crate) struct GuestBridge {
     next_ticket: Cell<u32>,
     next_seq: Cell<u32>,
     logs: RefCell<Logs>,
+    /// The realm's prototypes, read when the host functions are built (before any guest code).
+    realm: Cell<Option<plain::Realm>>,
 }
 
 impl GuestBridge {
@@ -89,6 +91,7 @@ impl GuestBridge {
             next_ticket: Cell::new(0),
             next_seq: Cell::new(0),
             logs: RefCell::new(Logs::default()),
+            realm: Cell::new(None),
         })
     }
 
@@ -127,6 +130,11 @@ impl GuestBridge {
 
     pub(crate) fn take_logs(&self) -> Logs {
         std::mem::take(&mut *self.logs.borrow_mut())
+    }
+
+    /// What the guest's plain values are read against; `None` before [`GuestBridge::object`].
+    pub(crate) fn realm(&self) -> Option<plain::Realm> {
+        self.realm.get()
     }
 
     /// Records a tool call; returns its ticket.
@@ -169,6 +177,7 @@ impl GuestBridge {
         // are plain data (see `plain`), else -1 and the prelude sends them as text through `call`.
         let this = Rc::clone(self);
         let realm = plain::Realm::new(ctx)?;
+        self.realm.set(Some(realm));
         let call_plain = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,

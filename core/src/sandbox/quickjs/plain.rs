@@ -1,10 +1,10 @@
-//! A tool call's arguments read straight from the guest's values when they are plain data, the
-//! common case: no JSON text is written by the prelude's serializer nor parsed again here, which
-//! was most of what a bridged call cost.
+//! A tool call's arguments, and the value the code returns, read straight from the guest's values
+//! when they are plain data, the common case: no JSON text is written by the prelude's serializer
+//! nor parsed again here, which was most of what a bridged call cost.
 //!
-//! [`read`] gives `None` for anything it does not fully understand, and the prelude then takes its
-//! general path (the serializer in `prelude.js`), which writes text, throws with the path of what
-//! cannot be sent, and runs `toJSON`. So this reader only has to be right about what it accepts,
+//! [`read`] and [`read_result`] give `None` for anything they do not fully understand, and the
+//! prelude then takes its general path (the serializer in `prelude.js`), which writes text, says
+//! where what cannot be sent is, and runs `toJSON`. So this reader only has to be right about what it accepts,
 //! which is exactly:
 //!
 //! - `null`, booleans, strings that are well-formed UTF-16 (a lone surrogate goes the general
@@ -40,7 +40,7 @@ const MAX_DEPTH: usize = 32;
 /// The JSON text the reader takes at most, by its upper bound: a quarter of the general path's
 /// limit for a call's arguments (`MAX_ARGS_CHARS` in `prelude.js`, 4 MiB). Larger arguments go
 /// the general way.
-const MAX_TEXT: usize = 1024 * 1024;
+pub(crate) const MAX_TEXT: usize = 1024 * 1024;
 /// The largest integer every JSON reader holds exactly.
 const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
@@ -76,14 +76,24 @@ impl Realm {
     }
 }
 
-/// `value` as JSON when it is plain data as described above; `None` sends it the general way.
-/// `undefined` reads as `{}`, as the prelude sends arguments left out.
+/// A call's arguments or options as JSON when they are plain data as described above; `None`
+/// sends them the general way. `undefined` reads as `{}`, as the prelude sends them left out.
 pub(crate) fn read(ctx: &Ctx<'_>, realm: &Realm, value: &rquickjs::Value<'_>) -> Option<Value> {
+    // SAFETY: reading the tag of a live value.
+    if unsafe { qjs::JS_VALUE_GET_TAG(value.as_raw()) } == qjs::JS_TAG_UNDEFINED {
+        return Some(Value::Object(Map::new()));
+    }
+    read_result(ctx, realm, value)
+}
+
+/// What the code returned, as JSON when it is plain data as described above; `None` sends it the
+/// general way (the prelude's `finish`), `undefined` included.
+pub(crate) fn read_result(ctx: &Ctx<'_>, realm: &Realm, value: &rquickjs::Value<'_>) -> Option<Value> {
     let mut reader = Reader { ctx: ctx.as_raw().as_ptr(), realm, text: 0 };
     let raw = value.as_raw();
     // SAFETY: `raw` is a live value held by `value` for this whole call.
     if unsafe { qjs::JS_VALUE_GET_TAG(raw) } == qjs::JS_TAG_UNDEFINED {
-        return Some(Value::Object(Map::new()));
+        return None;
     }
     // SAFETY: as above.
     unsafe { reader.value(raw, 0) }

@@ -1,6 +1,6 @@
-//! Arguments the host reads straight from the guest's values (`sandbox/quickjs/plain.rs`) against
-//! the same arguments sent as text by the prelude's serializer: the host must see the same JSON,
-//! and must never run guest code to read them.
+//! Arguments and results the host reads straight from the guest's values
+//! (`sandbox/quickjs/plain.rs`) against the same sent as text by the prelude's serializer: the host
+//! must see the same JSON, and must never run guest code to read them.
 
 use capabilities_core::sandbox::AttemptEnd;
 use expect_test::expect;
@@ -130,6 +130,27 @@ fn plain_arguments_reach_the_host_as_the_serializer_sends_them() {
         new String('boxed') → {"x":"boxed"}
         { nested: { deeper: { list: [[1], [2, [3]]] } } } → {"x":{"nested":{"deeper":{"list":[[1],[2,[3]]]}}}}
     "#]].assert_eq(&shown);
+}
+
+#[test]
+fn a_plain_result_is_the_one_finish_writes() {
+    for value in VALUES {
+        let ends: Vec<AttemptEnd> = [
+            format!("const v = {value}; return {{ x: v, list: [v] }}"),
+            format!(
+                "const v = {value};
+                 return Object.assign(Object.create(Object.create(Object.prototype)), {{ x: v, list: [v] }})"
+            ),
+        ]
+        .iter()
+        .map(|body| run_on(&driver(), attempt(body), &FakeBridge::echo()).end)
+        .collect();
+        assert!(matches!(ends[0], AttemptEnd::Completed(Some(_))), "{value}: {:?}", ends[0]);
+        assert_eq!(ends[0], ends[1], "{value}: the results differ");
+    }
+    // `undefined` goes through `finish`; a bare string is read as it is.
+    check("return undefined", expect!["completed undefined"]);
+    check("return 'text'", expect![[r#"completed "text""#]]);
 }
 
 #[test]
