@@ -41,10 +41,6 @@ use capabilities_core::surface::envelope::Envelope;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
-/// The allocator the local hub runs with (`local/src/lib.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn surface() -> Surface {
     let tools = vec![
         json!({

@@ -26,10 +26,3 @@ pub mod sources;
 pub mod stack;
 pub mod store;
 pub mod upstream;
-
-/// Every binary built on the local hub allocates with mimalloc. A run's sandbox makes and frees
-/// thousands of small blocks, as does every bridged call (QuickJS's allocations go through the
-/// global allocator, see `capabilities_core::sandbox::quickjs`): against glibc's allocator, a
-/// bridged call takes about 7% less time (`engine/prepared/execute_100_calls`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
