@@ -1,7 +1,7 @@
 //! The host end of the prelude: the functions handed to its `install` (tool calls, as plain
-//! values or as JSON text, hub lookups, console lines, a namespace's tools) and the state they fill for the driver loop. They are
-//! built with the guest, ahead of the attempt; the attempt then gives the state its namespaces
-//! and log budget with [`GuestBridge::begin`].
+//! values or as JSON text, hub lookups, console lines, a namespace's tools) and the state they
+//! fill for the driver loop. They are built with the guest, ahead of the attempt; the attempt
+//! then gives the state its namespaces and log budget with [`GuestBridge::begin`].
 //!
 //! None of them does anything but record: a call or lookup becomes a [`GuestRequest`] the driver
 //! forwards to the [`crate::sandbox::Bridge`] between JavaScript segments, so no host code
