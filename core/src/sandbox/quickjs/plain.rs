@@ -20,8 +20,8 @@
 //! - at most [`MAX_DEPTH`] levels deep (a cycle goes the general way, which names it), and at most
 //!   [`MAX_TEXT`] characters of JSON text by an upper bound of its length (six characters for every
 //!   byte of a string, as if each were escaped): a quarter of what the general path takes, so
-//!   nothing it would refuse as too large is taken here, and the walk, which runs outside the
-//!   guest's compute budget, stays short however the values share their parts.
+//!   nothing it would refuse as too large is taken here, and the walk, which no interrupt can
+//!   stop, stays short however the values share their parts.
 //!
 //! Nothing here calls into the guest: a proxy, a getter or an exotic object is seen for what it
 //! is (its class, or the flags of its property) before anything of it is read, and reading the
