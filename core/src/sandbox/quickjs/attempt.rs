@@ -82,7 +82,7 @@ struct Guest {
     budget: Rc<Budget>,
     heap: Rc<Heap>,
     /// What a plain result is read against.
-    realm: Option<plain::Realm>,
+    realm: plain::Realm,
 }
 
 /// The evaluated code module: its evaluation promise and its namespace (`default` holds the
@@ -168,6 +168,8 @@ pub(crate) struct Fresh {
     configure: Persistent<Function<'static>>,
     /// What the host functions fill, for the attempt's driver loop.
     host: Rc<GuestBridge>,
+    /// What the attempt's plain result is read against.
+    realm: plain::Realm,
     context: Context,
     runtime: Runtime,
     heap: Rc<Heap>,
@@ -192,11 +194,11 @@ impl Fresh {
         let context =
             Context::custom::<GuestIntrinsics>(&runtime).map_err(internal("cannot start a context"))?;
         let host = GuestBridge::new();
-        let configure = context.with(|ctx| -> Result<_, AttemptEnd> {
+        let (configure, realm) = context.with(|ctx| -> Result<_, AttemptEnd> {
             let module = load_module(&ctx, prelude).catch(&ctx).map_err(caught("cannot load the prelude"))?;
             let (module, _) = module.eval().catch(&ctx).map_err(caught("cannot evaluate the prelude"))?;
             let install: Function = module.get("install").map_err(internal("the prelude has no install"))?;
-            let functions = host.object(&ctx).map_err(internal("cannot build the host object"))?;
+            let (functions, realm) = host.object(&ctx).map_err(internal("cannot build the host object"))?;
             let installed: Object =
                 install.call((functions,)).catch(&ctx).map_err(caught("cannot install the prelude"))?;
             let configure: Function =
@@ -210,9 +212,9 @@ impl Fresh {
                     host.premade(namespace);
                 }
             }
-            Ok(Persistent::save(&ctx, configure))
+            Ok((Persistent::save(&ctx, configure), realm))
         })?;
-        Ok(Fresh { configure, host, context, runtime, heap })
+        Ok(Fresh { configure, host, realm, context, runtime, heap })
     }
 
     /// The names of the namespaces built into this guest.
@@ -256,8 +258,7 @@ impl Guest {
         let (api, settle) = installed.map_err(|end| budget.stopped().map_or(end, stop_end))?;
 
         // Field by field, the handle first: it must go before the context and runtime.
-        let Fresh { configure, host, context, runtime, heap } = fresh;
-        let realm = host.realm();
+        let Fresh { configure, host, realm, context, runtime, heap } = fresh;
         drop((configure, host));
         let mut guest = Guest { api, settle, code: None, context, runtime, budget, heap, realm };
         guest.run_jobs()?;
@@ -523,9 +524,7 @@ impl Guest {
                     self.context.with(|ctx| -> rquickjs::Result<Finished> {
                         let value = value.restore(&ctx)?;
                         // Plain data is read as it is; anything else is written by the prelude.
-                        if let Some(plain) =
-                            self.realm.and_then(|realm| plain::read_result(&ctx, &realm, &value))
-                        {
+                        if let Some(plain) = plain::read_result(&ctx, &self.realm, &value) {
                             return Ok(Finished::Plain(plain));
                         }
                         let api = self.api.clone().restore(&ctx)?;

@@ -76,8 +76,6 @@ pub(crate) struct GuestBridge {
     next_ticket: Cell<u32>,
     next_seq: Cell<u32>,
     logs: RefCell<Logs>,
-    /// The realm's prototypes, read when the host functions are built (before any guest code).
-    realm: Cell<Option<plain::Realm>>,
 }
 
 impl GuestBridge {
@@ -91,7 +89,6 @@ impl GuestBridge {
             next_ticket: Cell::new(0),
             next_seq: Cell::new(0),
             logs: RefCell::new(Logs::default()),
-            realm: Cell::new(None),
         })
     }
 
@@ -132,11 +129,6 @@ impl GuestBridge {
         std::mem::take(&mut *self.logs.borrow_mut())
     }
 
-    /// What the guest's plain values are read against; `None` before [`GuestBridge::object`].
-    pub(crate) fn realm(&self) -> Option<plain::Realm> {
-        self.realm.get()
-    }
-
     /// Records a tool call; returns its ticket.
     fn call(&self, address: String, args: Value, options: Value) -> u32 {
         let seq = self.next_seq.get();
@@ -154,8 +146,12 @@ impl GuestBridge {
         ticket
     }
 
-    /// The object handed to the prelude's `install`: `{ call, lookup, log, tools }`.
-    pub(crate) fn object<'js>(self: &Rc<Self>, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+    /// The object handed to the prelude's `install`: `{ call, callPlain, lookup, log, tools }`,
+    /// and the realm its plain values are read against (read here, before any guest code).
+    pub(crate) fn object<'js>(
+        self: &Rc<Self>,
+        ctx: &Ctx<'js>,
+    ) -> rquickjs::Result<(Object<'js>, plain::Realm)> {
         let host = Object::new(ctx.clone())?;
 
         let this = Rc::clone(self);
@@ -177,7 +173,6 @@ impl GuestBridge {
         // are plain data (see `plain`), else -1 and the prelude sends them as text through `call`.
         let this = Rc::clone(self);
         let realm = plain::Realm::new(ctx)?;
-        self.realm.set(Some(realm));
         let call_plain = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
@@ -238,7 +233,7 @@ impl GuestBridge {
         })?;
         host.set("tools", tools)?;
 
-        Ok(host)
+        Ok((host, realm))
     }
 }
 

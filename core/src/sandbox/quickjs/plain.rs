@@ -145,14 +145,14 @@ impl Drop for Names {
     }
 }
 
-/// An own data property's value; `None` when the object lacks it or it is an accessor.
-enum Own {
-    Data(Owned),
-    Missing,
-    Accessor,
-}
-
 impl Reader<'_> {
+    /// Drops the exception a failed call left (out of memory): the general path will meet the
+    /// same condition and report it.
+    fn drop_exception(&self) {
+        // SAFETY: taking the pending exception hands over its reference, freed at once.
+        unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) };
+    }
+
     fn spend(&mut self, chars: usize) -> Option<()> {
         self.text = self.text.checked_add(chars)?;
         (self.text <= MAX_TEXT).then_some(())
@@ -203,9 +203,7 @@ impl Reader<'_> {
         // form, which is not UTF-8, so `from_utf8` refuses it.
         let ptr = unsafe { qjs::JS_ToCStringLen(self.ctx, &mut len, raw) };
         if ptr.is_null() {
-            // SAFETY: the failure (out of memory) left an exception; it is dropped, as the general
-            // path will meet the same condition and report it.
-            unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) };
+            self.drop_exception();
             return None;
         }
         // SAFETY: QuickJS wrote `len` bytes at `ptr`, alive until freed below.
@@ -254,19 +252,14 @@ impl Reader<'_> {
         // SAFETY: listing an ordinary object's own keys reads its shape and runs no guest code;
         // the table is owned by `names`. The flags are those of `Object.keys`, hence its order.
         if unsafe { qjs::JS_GetOwnPropertyNames(self.ctx, &mut names.tab, &mut names.len, raw, flags) } < 0 {
-            // SAFETY: the failure (out of memory) left an exception; it is dropped, as the general
-            // path will meet the same condition and report it.
-            unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) };
+            self.drop_exception();
             return None;
         }
         self.spend(2)?;
         let mut map = Map::new();
         for entry in names.atoms() {
             // SAFETY: `entry.atom` is alive while `names` is.
-            let value = match unsafe { self.own(raw, entry.atom) } {
-                Own::Data(value) => value,
-                Own::Missing | Own::Accessor => return None,
-            };
+            let value = unsafe { self.own(raw, entry.atom) }?;
             // SAFETY: `value.raw` is live while the guard is.
             if unsafe { qjs::JS_VALUE_GET_TAG(value.raw) } == qjs::JS_TAG_UNDEFINED {
                 continue;
@@ -276,8 +269,7 @@ impl Reader<'_> {
             // SAFETY: `key.raw` is a live value (a string, or an exception when out of memory,
             // which `string` does not accept as a string tag and so is refused below).
             if unsafe { qjs::JS_VALUE_GET_TAG(key.raw) } == qjs::JS_TAG_EXCEPTION {
-                // SAFETY: as for the listing above.
-                unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) };
+                self.drop_exception();
                 return None;
             }
             // SAFETY: `key.raw` is a live string.
@@ -293,10 +285,7 @@ impl Reader<'_> {
     /// SAFETY: `raw` must be a live ordinary array.
     unsafe fn array(&mut self, raw: qjs::JSValue, depth: usize) -> Option<Value> {
         // SAFETY: an array's `length` is an own data property of its own.
-        let length = match unsafe { self.own(raw, qjs::JS_ATOM_length as qjs::JSAtom) } {
-            Own::Data(length) => length,
-            Own::Missing | Own::Accessor => return None,
-        };
+        let length = unsafe { self.own(raw, qjs::JS_ATOM_length as qjs::JSAtom) }?;
         // SAFETY: reading the tag and payload of a live value.
         let length = match unsafe { qjs::JS_VALUE_GET_TAG(length.raw) } {
             qjs::JS_TAG_INT => usize::try_from(unsafe { qjs::JS_VALUE_GET_INT(length.raw) }).ok()?,
@@ -307,17 +296,14 @@ impl Reader<'_> {
         for index in 0..length {
             self.spend(1)?;
             let index = u32::try_from(index).ok()?;
-            // SAFETY: an index below 2^31 is an atom of its own that needs no freeing; taking it
-            // runs no guest code.
+            // SAFETY: taking an index's atom runs no guest code (below 2^31 it is the number
+            // itself, allocating nothing).
             let atom = unsafe { qjs::JS_NewAtomUInt32(self.ctx, index) };
             // SAFETY: `atom` is live until freed below.
-            let own = unsafe { self.own(raw, atom) };
+            let element = unsafe { self.own(raw, atom) };
             // SAFETY: `atom` came from `JS_NewAtomUInt32` and is freed once.
             unsafe { qjs::JS_FreeAtom(self.ctx, atom) };
-            let element = match own {
-                Own::Data(element) => element,
-                Own::Missing | Own::Accessor => return None,
-            };
+            let element = element?;
             // SAFETY: `element.raw` is live while the guard is.
             if unsafe { qjs::JS_VALUE_GET_TAG(element.raw) } == qjs::JS_TAG_UNDEFINED {
                 self.spend(4)?;
@@ -330,9 +316,10 @@ impl Reader<'_> {
         Some(Value::Array(items))
     }
 
-    /// The own property `atom` of `raw`, without running any accessor.
+    /// The value of own data property `atom` of `raw`, read without running any accessor;
+    /// `None` when `raw` lacks it or it is an accessor.
     /// SAFETY: `raw` must be a live ordinary object or array and `atom` a live atom.
-    unsafe fn own(&self, raw: qjs::JSValue, atom: qjs::JSAtom) -> Own {
+    unsafe fn own(&self, raw: qjs::JSValue, atom: qjs::JSAtom) -> Option<Owned> {
         let mut descriptor = qjs::JSPropertyDescriptor {
             flags: 0,
             value: qjs::JS_UNDEFINED,
@@ -344,22 +331,17 @@ impl Reader<'_> {
         // by the guards below.
         let found = unsafe { qjs::JS_GetOwnProperty(self.ctx, &mut descriptor, raw, atom) };
         if found < 0 {
-            // SAFETY: as for the listing in `members`.
-            unsafe { qjs::JS_FreeValue(self.ctx, qjs::JS_GetException(self.ctx)) };
-            return Own::Missing;
+            self.drop_exception();
         }
-        if found == 0 {
-            return Own::Missing;
+        if found <= 0 {
+            return None;
         }
         let value = Owned { ctx: self.ctx, raw: descriptor.value };
-        let getter = Owned { ctx: self.ctx, raw: descriptor.getter };
-        let setter = Owned { ctx: self.ctx, raw: descriptor.setter };
-        if descriptor.flags & qjs::JS_PROP_GETSET as i32 != 0 {
-            drop((getter, setter));
-            return Own::Accessor;
-        }
-        drop((getter, setter));
-        Own::Data(value)
+        let _accessors = (
+            Owned { ctx: self.ctx, raw: descriptor.getter },
+            Owned { ctx: self.ctx, raw: descriptor.setter },
+        );
+        (descriptor.flags & qjs::JS_PROP_GETSET as i32 == 0).then_some(value)
     }
 }
 
