@@ -10,7 +10,12 @@
 //! that work is, and off the clock); and after that very work (`direct_reqwest_after_hub_work`),
 //! which also leaves the CPU's caches as the hub's own requests find them.
 //!
-//! `cargo bench -p capabilities --bench openapi` (needs `cd node && npm ci`).
+//! Before criterion's groups, the direct request and the call through `execute` are also timed
+//! in turn, round after round (`side_by_side`), and their medians and ratio printed: the fairest
+//! comparison this machine allows, since both meet Prism and the machine in the same moments.
+//!
+//! `cargo bench -p capabilities --bench openapi` (needs `cd node && npm ci`;
+//! `SIDE_BY_SIDE_ROUNDS=N` sets the rounds, 1,000 by default).
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -120,6 +125,7 @@ fn bench(c: &mut Criterion) {
     pauses.sort();
     let spacing = pauses[pauses.len() / 2];
     eprintln!("openapi bench: the hub's work after each call, median of 30: {spacing:?}");
+    side_by_side(&host, &direct, &through);
     let mut group = c.benchmark_group("openapi_call");
     group.sample_size(60).measurement_time(Duration::from_secs(8));
     group.bench_function("direct_reqwest", |b| b.iter(direct));
@@ -196,6 +202,60 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
     capabilities::store::wait_for_writes();
+}
+
+/// The direct request and the call through `execute` timed in turn, round after round, the
+/// order swapped every round so neither always follows the other, and each after the same work
+/// of the hub between two calls (off the clock): Prism's and the machine's swings fall on both
+/// alike, which criterion's groups, timed one after the other, cannot promise. Prints the
+/// medians and their ratio, the figure the target is about.
+fn side_by_side(host: &Host, direct: &dyn Fn(), through: &dyn Fn()) {
+    let rounds: usize =
+        std::env::var("SIDE_BY_SIDE_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    // A run of `return 1`, its last record, freeing it and preparing the next guest: what the
+    // hub does between two calls, and what leaves the caches as a call finds them.
+    let hub_work = || {
+        let records = capabilities::store::answer_first();
+        let _ = host.execute("return 1").unwrap();
+        drop(records);
+        capabilities::host::after_answer();
+    };
+    let timed = |call: &dyn Fn()| {
+        hub_work();
+        let records = capabilities::store::answer_first();
+        let started = Instant::now();
+        call();
+        let took = started.elapsed();
+        drop(records);
+        took
+    };
+    let (mut straight, mut hub) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for round in 0..rounds + 20 {
+        let (d, t) = if round % 2 == 0 {
+            let d = timed(direct);
+            (d, timed(through))
+        } else {
+            let t = timed(through);
+            (timed(direct), t)
+        };
+        // The first rounds warm both up.
+        if round >= 20 {
+            straight.push(d);
+            hub.push(t);
+        }
+    }
+    capabilities::host::after_answer();
+    let median = |xs: &mut Vec<Duration>| {
+        xs.sort();
+        xs[xs.len() / 2]
+    };
+    let (d, t) = (median(&mut straight), median(&mut hub));
+    eprintln!(
+        "openapi side by side, {rounds} rounds: direct {:.3} ms, through execute {:.3} ms, ratio {:.2}",
+        d.as_secs_f64() * 1e3,
+        t.as_secs_f64() * 1e3,
+        t.as_secs_f64() / d.as_secs_f64()
+    );
 }
 
 criterion_group!(benches, bench);
