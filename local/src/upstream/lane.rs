@@ -1,12 +1,13 @@
 //! A stdio server's lane for calls made in place: a run thread writes its `tools/call` request
-//! straight to the server's stdin and the stdout pump hands the answer straight back, so a call
+//! straight to the server's stdin and reads the answer straight from its stdout, so a call
 //! to a running server costs neither a hop to the pool's runtime and back nor the rmcp client's
 //! parsing of it.
 //!
 //! The rmcp client keeps the connection: it starts the server, runs `initialize`, lists tools,
 //! and answers whatever the server asks. Its writes and the lane's share the server's stdin
 //! through one lock, a whole line at a time, so two messages never interleave. Lane requests
-//! carry ids of their own (`lane-<n>`, strings; rmcp numbers its own), and the pump takes an
+//! carry ids of their own (`lane-<n>`, strings; rmcp numbers its own), and whoever reads the
+//! server's stdout (`stdout.rs`: the waiting run thread itself, or else the pump) takes an
 //! answer to one of them off the stream before rmcp sees it.
 
 use std::collections::HashMap;
@@ -20,6 +21,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::oneshot;
 
 use super::pool::lock;
+use super::stdout::Stdout;
 
 /// The prefix of lane request ids.
 const ID_PREFIX: &str = "lane-";
@@ -48,25 +50,35 @@ pub(super) enum LaneEnd {
 #[derive(Clone)]
 pub(super) struct Lane {
     stdin: SharedStdin,
+    stdout: Arc<Stdout>,
     waiting: Arc<Waiting>,
     /// The pool's runtime, where the pipes are driven.
     pumps: tokio::runtime::Handle,
 }
 
+/// The lane's calls waiting for their answers.
 #[derive(Default)]
-struct Waiting {
+pub(super) struct Waiting {
     next: AtomicU64,
     closed: AtomicBool,
     answers: Mutex<HashMap<String, oneshot::Sender<Value>>>,
 }
 
-impl Lane {
-    /// The lane over `stdin`, whose pumps run on the current runtime.
-    pub(super) fn new(stdin: SharedStdin) -> Lane {
-        Lane { stdin, waiting: Arc::default(), pumps: tokio::runtime::Handle::current() }
+impl Waiting {
+    /// A slot for the answer to request `id`.
+    pub(super) fn slot(&self, id: &str) -> oneshot::Receiver<Value> {
+        let (answer, answered) = oneshot::channel();
+        lock(&self.answers).insert(id.to_owned(), answer);
+        answered
     }
 
-    /// The pump's side: hands `message` to the lane call waiting for it and says so, or gives
+    /// Once stdout has ended: every waiting call ends as closed, and later calls fail at once.
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        lock(&self.answers).clear();
+    }
+
+    /// The reader's side: hands `message` to the lane call waiting for it and says so, or gives
     /// it back (not a lane answer; rmcp's to read).
     pub(super) fn take_answer(&self, message: Value) -> Option<Value> {
         let id = match message.get("id") {
@@ -78,18 +90,25 @@ impl Lane {
             return Some(message);
         }
         // Taken either way: an answer to a call that timed out or was dropped has no reader.
-        let waiting = lock(&self.waiting.answers).remove(id.as_str());
+        let waiting = lock(&self.answers).remove(id.as_str());
         if let Some(answer) = waiting {
             let _ = answer.send(message);
         }
         None
     }
+}
+
+impl Lane {
+    /// The lane over `stdin`, its answers read from `stdout` into `waiting`; its pumps run on
+    /// the current runtime.
+    pub(super) fn new(stdin: SharedStdin, stdout: Arc<Stdout>, waiting: Arc<Waiting>) -> Lane {
+        Lane { stdin, stdout, waiting, pumps: tokio::runtime::Handle::current() }
+    }
 
     /// The pump's side, once stdout has ended: every waiting call ends as closed, and later
     /// calls fail at once.
     pub(super) fn close(&self) {
-        self.waiting.closed.store(true, Ordering::Release);
-        lock(&self.waiting.answers).clear();
+        self.waiting.close();
     }
 
     pub(super) fn is_closed(&self) -> bool {
@@ -105,8 +124,7 @@ impl Lane {
         timeout: Duration,
     ) -> Result<Value, LaneEnd> {
         let id = format!("{ID_PREFIX}{}", self.waiting.next.fetch_add(1, Ordering::Relaxed));
-        let (answer, answered) = oneshot::channel();
-        lock(&self.waiting.answers).insert(id.clone(), answer);
+        let mut answered = self.waiting.slot(&id);
         // Whatever happens next (an error, a timeout, the run dropped), the slot goes.
         let _slot = Slot { waiting: &self.waiting, id: &id };
         // Asked after the slot is in: `close` sets the flag before it clears the slots.
@@ -117,7 +135,8 @@ impl Lane {
         // The timeout covers the write too: a server that stops reading its stdin fills the pipe.
         let asked = async {
             self.write(&message).await?;
-            answered.await.map_err(|_| LaneEnd::Closed)
+            // Read on this thread when it can be: the answer then wakes no other thread first.
+            self.stdout.answer(&mut answered).await.ok_or(LaneEnd::Closed)
         };
         let message = match tokio::time::timeout(timeout, asked).await {
             Ok(answer) => answer?,
@@ -220,9 +239,9 @@ mod tests {
 
     #[tokio::test]
     async fn only_lane_answers_are_taken() {
-        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
+        let lane = Waiting::default();
         let (answer, mut answered) = oneshot::channel();
-        lock(&lane.waiting.answers).insert("lane-3".to_owned(), answer);
+        lock(&lane.answers).insert("lane-3".to_owned(), answer);
         // rmcp's own answers, and requests from the server, go on to rmcp.
         assert!(lane.take_answer(json!({"id": 3, "result": {}})).is_some());
         assert!(lane.take_answer(json!({"id": "lane-3", "method": "ping"})).is_some());

@@ -26,6 +26,7 @@ mod pooled;
 mod spawner;
 mod stderr;
 mod stdio;
+mod stdout;
 mod tap;
 
 use std::collections::BTreeMap;

@@ -24,15 +24,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capabilities_core::ports::Credentials;
-use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::process::{ChildStdout, Command};
+use tokio::process::Command;
 use tokio::sync::watch;
 
 use super::isolation;
-use super::lane::{Lane, SharedStdin};
+use super::lane::{Lane, SharedStdin, Waiting};
 use super::spawner::{self, ProcessGroup};
-use super::stderr::{StderrTail, shorten};
+use super::stderr::StderrTail;
+use super::stdout::{MAX_LINE, Stdout};
 use super::tap::RawTap;
 
 /// Variables of the hub's environment a server inherits.
@@ -47,9 +47,6 @@ exec 3<&0
 \"$@\" <&3 3<&- &
 exec 3<&-
 wait $!";
-
-/// Longest stdout line forwarded to the client; longer ones are dropped and noted.
-const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// What a stdio source's spec says, borrowed.
 pub(crate) struct StdioSpec<'a> {
@@ -70,9 +67,9 @@ pub(crate) struct ServerProcess {
 
 /// Lines on stdout that were not JSON-RPC.
 #[derive(Default)]
-struct Noise {
-    first: Option<String>,
-    lines: usize,
+pub(super) struct Noise {
+    pub(super) first: Option<String>,
+    pub(super) lines: usize,
 }
 
 impl ServerProcess {
@@ -229,10 +226,13 @@ pub(crate) async fn spawn(
     let spawned = spawner::spawn(command).await?;
     let noise = Arc::new(Mutex::new(Noise::default()));
     let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(Some(spawned.stdin)));
-    let lane = Lane::new(Arc::clone(&stdin));
+    let waiting = Arc::new(Waiting::default());
+    let stdout =
+        Arc::new(Stdout::new(spawned.stdout.into_owned_fd()?, Arc::clone(&waiting), Arc::clone(&noise))?);
+    let lane = Lane::new(Arc::clone(&stdin), Arc::clone(&stdout), waiting);
     let (client_reads, pump_writes) = tokio::io::duplex(64 * 1024);
     let (client_writes, pump_reads) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(pump_stdout(spawned.stdout, pump_writes, tap, lane.clone(), Arc::clone(&noise)));
+    tokio::spawn(pump_stdout(stdout, pump_writes, tap, lane.clone()));
     tokio::spawn(pump_stdin(pump_reads, stdin));
     tokio::spawn(pump_stderr(spawned.stderr, tail));
     let process = ServerProcess { group: spawned.group, exit: spawned.exit, noise };
@@ -261,65 +261,22 @@ async fn pump_stdin(from_client: DuplexStream, stdin: SharedStdin) {
 }
 
 /// Forwards each JSON line of the server's stdout to the client, copying results into the tap;
-/// answers to the lane's calls go to the lane instead. Lines that are not JSON are noted and
-/// dropped.
-async fn pump_stdout(
-    stdout: ChildStdout,
-    mut to_client: DuplexStream,
-    tap: RawTap,
-    lane: Lane,
-    noise: Arc<Mutex<Noise>>,
-) {
-    pump_lines(stdout, &mut to_client, &tap, &lane, &noise).await;
-    lane.close();
-}
-
-async fn pump_lines(
-    stdout: ChildStdout,
-    to_client: &mut DuplexStream,
-    tap: &RawTap,
-    lane: &Lane,
-    noise: &Mutex<Noise>,
-) {
-    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let complete = match read_line_bounded(&mut reader, &mut line, MAX_LINE).await {
-            Ok(LineRead::Eof) | Err(_) => break,
-            Ok(LineRead::TooLong) => false,
-            Ok(LineRead::Line) => true,
-        };
-        let text = line.trim_ascii();
-        if complete && text.is_empty() {
-            continue;
-        }
-        match serde_json::from_slice::<Value>(text) {
-            Ok(message) if complete && (message.is_object() || message.is_array()) => {
-                let Some(message) = lane.take_answer(message) else { continue };
-                tap.observe(&message);
-                let sent = async {
-                    to_client.write_all(text).await?;
-                    to_client.write_all(b"\n").await
-                };
-                if sent.await.is_err() {
-                    break;
-                }
-            }
-            _ => {
-                let mut noise = noise.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                noise.lines += 1;
-                if noise.first.is_none() {
-                    let sample = if complete {
-                        shorten(&String::from_utf8_lossy(text), 200)
-                    } else {
-                        format!("a line longer than {MAX_LINE} bytes")
-                    };
-                    noise.first = Some(sample);
-                }
+/// answers to the lane's calls go to the lane instead (see `stdout.rs`). Lines that are not
+/// JSON are noted and dropped.
+async fn pump_stdout(stdout: Arc<Stdout>, mut to_client: DuplexStream, tap: RawTap, lane: Lane) {
+    if let Ok(watch) = stdout.watch() {
+        while let Some(line) = stdout.next_for_client(&watch).await {
+            tap.observe(&line.message);
+            let sent = async {
+                to_client.write_all(&line.text).await?;
+                to_client.write_all(b"\n").await
+            };
+            if sent.await.is_err() {
+                break;
             }
         }
     }
+    lane.close();
 }
 
 async fn pump_stderr(mut stderr: tokio::process::ChildStderr, tail: StderrTail) {
