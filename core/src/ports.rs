@@ -30,8 +30,9 @@ pub trait Entropy: MaybeSend + MaybeSync {
     fn fill(&self, buf: &mut [u8]);
 }
 
-/// Credential values resolved for one upstream request. They exist only for the duration of
-/// that request; `Debug` never prints them.
+/// Credential values resolved for one upstream request. They never reach the sandbox, a
+/// journal or a log, and `Debug` never prints them; a host may keep them in its own memory
+/// between requests (the local hub keeps what it read from the keychain).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Credentials {
     /// The connection the values belong to (`None` for a source that needs none).

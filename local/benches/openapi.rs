@@ -15,7 +15,14 @@
 //! comparison this machine allows, since both meet Prism and the machine in the same moments.
 //!
 //! `cargo bench -p capabilities --bench openapi` (needs `cd node && npm ci`;
-//! `SIDE_BY_SIDE_ROUNDS=N` sets the rounds, 1,000 by default).
+//! `SIDE_BY_SIDE_ROUNDS=N` sets the rounds, 1,000 by default). Without a Secret Service the key
+//! lives in the hub's fallback file; to time the keychain people have, run it in a D-Bus
+//! session with gnome-keyring unlocked and `CAPABILITIES_KEYCHAIN=keychain`:
+//!
+//! ```sh
+//! dbus-run-session -- sh -c 'printf pw | gnome-keyring-daemon --unlock --components=secrets;
+//!   CAPABILITIES_KEYCHAIN=keychain cargo bench -p capabilities --bench openapi'
+//! ```
 
 use std::net::TcpStream;
 use std::path::Path;

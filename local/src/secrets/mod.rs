@@ -15,8 +15,11 @@ mod file;
 mod keychain;
 mod oauth;
 mod prompt;
+mod stamp;
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use capabilities_core::address::Namespace;
 use capabilities_core::oauth::{OAuthClient, TokenSet};
@@ -109,7 +112,8 @@ pub struct SecretStore {
 
 #[derive(Debug)]
 enum Backend {
-    Keychain,
+    /// The keychain, and the stamp its writes change (see [`stamp`]).
+    Keychain(PathBuf),
     File(file::FileStore),
 }
 
@@ -119,7 +123,7 @@ impl SecretStore {
         let choice = std::env::var(KEYCHAIN_ENV).unwrap_or_default();
         let backend = match choice.trim() {
             "" | "auto" => match keychain::available() {
-                Ok(()) => Backend::Keychain,
+                Ok(()) => Backend::Keychain(stamp::path(store)),
                 Err(_) => {
                     let file = file::FileStore::new(store);
                     warn_once(&format!(
@@ -138,7 +142,7 @@ impl SecretStore {
                          Secret Service such as gnome-keyring, or unset {KEYCHAIN_ENV}"
                     ))
                 })?;
-                Backend::Keychain
+                Backend::Keychain(stamp::path(store))
             }
             "file" => {
                 let file = file::FileStore::new(store);
@@ -160,7 +164,7 @@ impl SecretStore {
 
     pub fn kind(&self) -> StoreKind {
         match self.backend {
-            Backend::Keychain => StoreKind::Keychain,
+            Backend::Keychain(_) => StoreKind::Keychain,
             Backend::File(_) => StoreKind::File,
         }
     }
@@ -168,7 +172,7 @@ impl SecretStore {
     /// Where values go, in words.
     pub fn describe(&self) -> String {
         match &self.backend {
-            Backend::Keychain => format!("the OS keychain (service `{SERVICE}`)"),
+            Backend::Keychain(_) => format!("the OS keychain (service `{SERVICE}`)"),
             Backend::File(file) => file.path().display().to_string(),
         }
     }
@@ -176,7 +180,7 @@ impl SecretStore {
     /// The value of one slot, `None` when it is not filled.
     pub fn get(&self, key: &SlotKey<'_>) -> Result<Option<String>, SecretsError> {
         match &self.backend {
-            Backend::Keychain => keychain::get(&key.account()),
+            Backend::Keychain(_) => keychain::get(&key.account()),
             Backend::File(file) => file.get(key),
         }
         .map_err(|why| unavailable(key, why))
@@ -184,7 +188,9 @@ impl SecretStore {
 
     pub fn set(&self, key: &SlotKey<'_>, value: &str) -> Result<(), SecretsError> {
         match &self.backend {
-            Backend::Keychain => keychain::set(&key.account(), value),
+            Backend::Keychain(stamp) => {
+                keychain::set(&key.account(), value).inspect(|()| stamp::change(stamp))
+            }
             Backend::File(file) => file.set(key, value),
         }
         .map_err(|why| unavailable(key, why))
@@ -193,7 +199,7 @@ impl SecretStore {
     /// Deletes one slot's value; whether there was one.
     pub fn delete(&self, key: &SlotKey<'_>) -> Result<bool, SecretsError> {
         match &self.backend {
-            Backend::Keychain => keychain::delete(&key.account()),
+            Backend::Keychain(stamp) => keychain::delete(&key.account()).inspect(|_| stamp::change(stamp)),
             Backend::File(file) => file.delete(key),
         }
         .map_err(|why| unavailable(key, why))
@@ -229,6 +235,11 @@ pub struct LocalSecrets {
     /// Kept once it opens: a store that would not open (no keychain yet) is tried again by
     /// the next lookup.
     opened: Arc<OnceLock<SecretStore>>,
+    /// Values read from the keychain, by namespace and connection asked for, with the stamp
+    /// read before them: a keychain lookup is a D-Bus round trip to another process (about
+    /// 1.4 ms, more than a whole call to an API on loopback), so a value is read again only
+    /// once a write to the keychain has changed the stamp.
+    known: Arc<Mutex<HashMap<(String, Option<String>), (String, Credentials)>>>,
 }
 
 impl LocalSecrets {
@@ -237,7 +248,12 @@ impl LocalSecrets {
             .sources
             .iter()
             .map(|(source, _, connections)| (source.spec.namespace.clone(), connections.clone()));
-        LocalSecrets { sources: Arc::new(sources.collect()), store: store.clone(), opened: Arc::default() }
+        LocalSecrets {
+            sources: Arc::new(sources.collect()),
+            store: store.clone(),
+            opened: Arc::default(),
+            known: Arc::default(),
+        }
     }
 
     /// Whether finding `connection`'s values reads the secret store; without slots to fill, a
@@ -339,7 +355,12 @@ impl LocalSecrets {
     }
 
     fn share(&self) -> LocalSecrets {
-        LocalSecrets { sources: self.sources.clone(), store: self.store.clone(), opened: self.opened.clone() }
+        LocalSecrets {
+            sources: self.sources.clone(),
+            store: self.store.clone(),
+            opened: self.opened.clone(),
+            known: self.known.clone(),
+        }
     }
 }
 
@@ -363,7 +384,22 @@ impl Secrets for LocalSecrets {
             if self.reads_file() {
                 return self.lookup(&namespace, connection.as_deref());
             }
-            self.blocking(move |this| this.lookup(&namespace, connection.as_deref())).await
+            let key = (namespace, connection);
+            // Read before the values, so a write that lands in between changes it again.
+            let stamp = stamp::read(&stamp::path(&self.store));
+            if let Some(stamp) = &stamp
+                && let Some((seen, credentials)) = lock(&self.known).get(&key)
+                && seen == stamp
+            {
+                return Ok(credentials.clone());
+            }
+            let (namespace, connection) = key.clone();
+            let credentials =
+                self.blocking(move |this| this.lookup(&namespace, connection.as_deref())).await?;
+            if let Some(stamp) = stamp {
+                lock(&self.known).insert(key, (stamp, credentials.clone()));
+            }
+            Ok(credentials)
         })
     }
 
@@ -389,6 +425,10 @@ impl Secrets for LocalSecrets {
             self.oauth_credentials(namespace.as_str(), &name, &client, token).await.map(Some)
         })
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn oauth_slot() -> &'static str {

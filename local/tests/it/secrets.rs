@@ -435,3 +435,136 @@ fn header_slots_filled_by_auth_reach_an_http_source() {
         assert_eq!(hub.files_holding(value), vec![hub.home().join("secrets.json")]);
     }
 }
+
+/// An HTTP API on loopback that answers `GET /pet/<id>` as petstore does and keeps the
+/// `api_key` header of every request it gets.
+fn recording_api() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let keys = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&keys);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = std::sync::Arc::clone(&seen);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).map_or(true, |n| n == 0) {
+                        return;
+                    }
+                    let mut key = None;
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).map_or(true, |n| n <= 2) {
+                            break;
+                        }
+                        if let Some((name, value)) = header.split_once(':')
+                            && name.eq_ignore_ascii_case("api_key")
+                        {
+                            key = Some(value.trim().to_owned());
+                        }
+                    }
+                    seen.lock().unwrap().push(key.unwrap_or_default());
+                    let body = br#"{"id":7,"name":"doggie","photoUrls":[],"status":"available"}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                    let _ = stream.write_all(body);
+                }
+            });
+        }
+    });
+    (port, keys)
+}
+
+/// A serving hub keeps what it read from the keychain (a D-Bus round trip each time would cost
+/// more than a call to an API on loopback), yet a key changed with `hub auth` in another
+/// process is the one its next call sends.
+#[test]
+fn a_serving_hub_sends_the_key_hub_auth_just_changed() {
+    require("dbus-run-session", "dbus-daemon");
+    require("gnome-keyring-daemon", "gnome-keyring");
+    let hub = Hub::new();
+    let (port, keys) = recording_api();
+    let document =
+        crate::support::repo().join("node/node_modules/@readme/oas-examples/3.0/json/petstore.json");
+    let out = hub.dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (first, second) = ("first-key-5d1c9a7e", "second-key-8b2f4e60");
+    std::fs::write(out.join("first"), format!("{first}\n")).unwrap();
+    std::fs::write(out.join("second"), format!("{second}\n")).unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"execute","arguments":{{"code":"return (await pets.getPetById({{ petId: 7 }})).status"}}}}}}"#
+        )
+    };
+    // The served hub reads requests from a FIFO; each answer is awaited before the next step.
+    let script = r#"
+        set -u
+        printf pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 20
+        "$BIN" hub add "$DOC" --namespace pets --base-url "$BASE" --stdin --yes <"$OUT/first" >"$OUT/add.out" 2>&1 || exit 21
+        mkfifo "$OUT/in"
+        "$BIN" hub serve --stdio <"$OUT/in" >"$OUT/serve.out" 2>"$OUT/serve.err" &
+        exec 3>"$OUT/in"
+        answered() {
+            i=0
+            until grep -q "\"id\":$1," "$OUT/serve.out"; do
+                i=$((i + 1)); [ "$i" -gt 300 ] && exit 22
+                sleep 0.1
+            done
+        }
+        printf '%s\n%s\n' "$INIT" "$INITIALIZED" >&3
+        answered 1
+        printf '%s\n' "$CALL2" >&3
+        answered 2
+        printf '%s\n' "$CALL3" >&3
+        answered 3
+        "$BIN" hub auth pets --stdin <"$OUT/second" >"$OUT/auth.out" 2>&1 || exit 23
+        printf '%s\n' "$CALL4" >&3
+        answered 4
+        exec 3>&-
+        wait
+    "#;
+    let ran = Command::new("dbus-run-session")
+        .args(["--", "sh", "-c", script])
+        .envs(hub.envs())
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env("CAPABILITIES_KEYCHAIN", "keychain")
+        .env("BIN", BIN)
+        .env("OUT", &out)
+        .env("DOC", &document)
+        .env("BASE", format!("http://127.0.0.1:{port}"))
+        .env("INIT", init)
+        .env("INITIALIZED", initialized)
+        .env("CALL2", call(2))
+        .env("CALL3", call(3))
+        .env("CALL4", call(4))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
+    let report = format!(
+        "exit {:?}\nstderr: {}\nadd: {}\nauth: {}\nserve: {}\nserve stderr: {}",
+        ran.status.code(),
+        String::from_utf8_lossy(&ran.stderr),
+        read("add.out"),
+        read("auth.out"),
+        read("serve.out"),
+        read("serve.err"),
+    );
+    assert!(ran.status.success(), "{report}");
+    let answers: Vec<Value> = read("serve.out").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for answer in &answers[1..] {
+        assert_eq!(answer["result"]["structuredContent"]["status"], "completed", "{report}");
+        assert_eq!(answer["result"]["structuredContent"]["result"], 200, "{report}");
+    }
+    assert_eq!(*keys.lock().unwrap(), [first, first, second], "{report}");
+    assert!(hub.files_holding(first).is_empty() && hub.files_holding(second).is_empty(), "{report}");
+}
