@@ -240,6 +240,8 @@ pub struct LocalSecrets {
     /// 1.4 ms, more than a whole call to an API on loopback), so a value is read again only
     /// once a write to the keychain has changed the stamp.
     known: Arc<Mutex<HashMap<(String, Option<String>), (String, Credentials)>>>,
+    /// The same for OAuth connections' tokens, by namespace and connection.
+    known_tokens: Arc<Mutex<HashMap<(String, String), (String, TokenSet)>>>,
 }
 
 impl LocalSecrets {
@@ -253,6 +255,7 @@ impl LocalSecrets {
             store: store.clone(),
             opened: Arc::default(),
             known: Arc::default(),
+            known_tokens: Arc::default(),
         }
     }
 
@@ -328,6 +331,12 @@ impl LocalSecrets {
         self.opened.get().is_some_and(|store| store.kind() == StoreKind::File)
     }
 
+    /// The keychain's stamp ([`stamp`]) when the store has opened and is the keychain.
+    fn keychain_stamp(&self) -> Option<String> {
+        let keychain = self.opened.get().is_some_and(|store| store.kind() == StoreKind::Keychain);
+        keychain.then(|| stamp::read(&stamp::path(&self.store))).flatten()
+    }
+
     /// The secret store, opened on first use (blocking).
     fn store(&self) -> Result<&SecretStore, SecretsError> {
         if let Some(store) = self.opened.get() {
@@ -360,6 +369,7 @@ impl LocalSecrets {
             store: self.store.clone(),
             opened: self.opened.clone(),
             known: self.known.clone(),
+            known_tokens: self.known_tokens.clone(),
         }
     }
 }
@@ -386,7 +396,7 @@ impl Secrets for LocalSecrets {
             }
             let key = (namespace, connection);
             // Read before the values, so a write that lands in between changes it again.
-            let stamp = stamp::read(&stamp::path(&self.store));
+            let stamp = self.keychain_stamp();
             if let Some(stamp) = &stamp
                 && let Some((seen, credentials)) = lock(&self.known).get(&key)
                 && seen == stamp
