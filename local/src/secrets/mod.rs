@@ -227,6 +227,10 @@ fn unavailable(key: &SlotKey<'_>, why: String) -> SecretsError {
     SecretsError::Unavailable(format!("slot `{}` of `{}/{}`: {why}", key.slot, key.namespace, key.connection))
 }
 
+/// What a serving hub read from the keychain, by what it asked for, each with the keychain's
+/// stamp as it was before the read.
+type Known<K, V> = Arc<Mutex<HashMap<K, (String, V)>>>;
+
 /// The local hub's `Secrets` port. The store opens on the first slot a run needs, so runs that
 /// call no source with credentials never touch the keychain.
 pub struct LocalSecrets {
@@ -239,9 +243,9 @@ pub struct LocalSecrets {
     /// read before them: a keychain lookup is a D-Bus round trip to another process (about
     /// 1.4 ms, more than a whole call to an API on loopback), so a value is read again only
     /// once a write to the keychain has changed the stamp.
-    known: Arc<Mutex<HashMap<(String, Option<String>), (String, Credentials)>>>,
+    known: Known<(String, Option<String>), Credentials>,
     /// The same for OAuth connections' tokens, by namespace and connection.
-    known_tokens: Arc<Mutex<HashMap<(String, String), (String, TokenSet)>>>,
+    known_tokens: Known<(String, String), TokenSet>,
 }
 
 impl LocalSecrets {
@@ -337,6 +341,34 @@ impl LocalSecrets {
         keychain.then(|| stamp::read(&stamp::path(&self.store))).flatten()
     }
 
+    /// What `read` finds under `key`, read off the run's thread, or kept in `known` from an
+    /// earlier read when the keychain's stamp is still the one read before it.
+    async fn kept<K, V>(
+        &self,
+        known: &Mutex<HashMap<K, (String, V)>>,
+        key: K,
+        read: impl FnOnce(&LocalSecrets, &K) -> Result<V, SecretsError> + Send + 'static,
+    ) -> Result<V, SecretsError>
+    where
+        K: Eq + std::hash::Hash + Clone + Send + 'static,
+        V: Clone + Send + 'static,
+    {
+        // Read before the value, so a write that lands in between changes it again.
+        let stamp = self.keychain_stamp();
+        if let Some(stamp) = &stamp
+            && let Some((seen, value)) = lock(known).get(&key)
+            && seen == stamp
+        {
+            return Ok(value.clone());
+        }
+        let asked = key.clone();
+        let value = self.blocking(move |this| read(this, &asked)).await?;
+        if let Some(stamp) = stamp {
+            lock(known).insert(key, (stamp, value.clone()));
+        }
+        Ok(value)
+    }
+
     /// The secret store, opened on first use (blocking).
     fn store(&self) -> Result<&SecretStore, SecretsError> {
         if let Some(store) = self.opened.get() {
@@ -394,22 +426,10 @@ impl Secrets for LocalSecrets {
             if self.reads_file() {
                 return self.lookup(&namespace, connection.as_deref());
             }
-            let key = (namespace, connection);
-            // Read before the values, so a write that lands in between changes it again.
-            let stamp = self.keychain_stamp();
-            if let Some(stamp) = &stamp
-                && let Some((seen, credentials)) = lock(&self.known).get(&key)
-                && seen == stamp
-            {
-                return Ok(credentials.clone());
-            }
-            let (namespace, connection) = key.clone();
-            let credentials =
-                self.blocking(move |this| this.lookup(&namespace, connection.as_deref())).await?;
-            if let Some(stamp) = stamp {
-                lock(&self.known).insert(key, (stamp, credentials.clone()));
-            }
-            Ok(credentials)
+            self.kept(&self.known, (namespace, connection), |this, (namespace, connection)| {
+                this.lookup(namespace, connection.as_deref())
+            })
+            .await
         })
     }
 

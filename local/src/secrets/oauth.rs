@@ -6,7 +6,7 @@
 use capabilities_core::oauth::{self, OAuthClient, TokenError, TokenSet, sign_in_required};
 use capabilities_core::ports::{Credentials, SecretsError};
 
-use super::{LocalSecrets, lock};
+use super::LocalSecrets;
 use crate::oauth::tokens::{self, HttpTokenEndpoint};
 use crate::platform::now_ms;
 
@@ -99,19 +99,7 @@ impl LocalSecrets {
         // Kept from the keychain until its stamp changes, as `resolve` keeps values; a refresh
         // reads the keychain again under the connection's lock (`tokens_now`).
         let key = (namespace.to_owned(), connection.to_owned());
-        let stamp = self.keychain_stamp();
-        if let Some(stamp) = &stamp
-            && let Some((seen, tokens)) = lock(&self.known_tokens).get(&key)
-            && seen == stamp
-        {
-            return Ok(tokens.clone());
-        }
-        let (ns, name) = key.clone();
-        let tokens = self.blocking(move |this| this.tokens_now(&ns, &name)).await?;
-        if let Some(stamp) = stamp {
-            lock(&self.known_tokens).insert(key, (stamp, tokens.clone()));
-        }
-        Ok(tokens)
+        self.kept(&self.known_tokens, key, |this, (ns, name)| this.tokens_now(ns, name)).await
     }
 
     /// The stored tokens (blocking); a connection never signed in needs signing in.

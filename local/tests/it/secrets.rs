@@ -550,15 +550,7 @@ fn a_serving_hub_sends_the_key_hub_auth_just_changed() {
         .output()
         .unwrap();
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
-    let report = format!(
-        "exit {:?}\nstderr: {}\nadd: {}\nauth: {}\nserve: {}\nserve stderr: {}",
-        ran.status.code(),
-        String::from_utf8_lossy(&ran.stderr),
-        read("add.out"),
-        read("auth.out"),
-        read("serve.out"),
-        read("serve.err"),
-    );
+    let report = script_report(&ran, &out, &["add.out", "auth.out", "serve.out", "serve.err"]);
     assert!(ran.status.success(), "{report}");
     let answers: Vec<Value> = read("serve.out").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     for answer in &answers[1..] {
@@ -567,4 +559,16 @@ fn a_serving_hub_sends_the_key_hub_auth_just_changed() {
     }
     assert_eq!(*keys.lock().unwrap(), [first, first, second], "{report}");
     assert!(hub.files_holding(first).is_empty() && hub.files_holding(second).is_empty(), "{report}");
+}
+
+/// A script's exit and stderr, and each of `files` in `out` by name: what a failed assertion
+/// shows.
+fn script_report(ran: &Output, out: &Path, files: &[&str]) -> String {
+    let mut report =
+        format!("exit {:?}\nstderr: {}", ran.status.code(), String::from_utf8_lossy(&ran.stderr));
+    for name in files {
+        let text = std::fs::read_to_string(out.join(name)).unwrap_or_default();
+        report.push_str(&format!("\n{name}: {text}"));
+    }
+    report
 }
