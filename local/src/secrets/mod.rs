@@ -19,7 +19,7 @@ mod stamp;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use capabilities_core::address::Namespace;
 use capabilities_core::oauth::{OAuthClient, TokenSet};
@@ -356,7 +356,7 @@ impl LocalSecrets {
         // Read before the value, so a write that lands in between changes it again.
         let stamp = self.keychain_stamp();
         if let Some(stamp) = &stamp
-            && let Some((seen, value)) = lock(known).get(&key)
+            && let Some((seen, value)) = known.lock().unwrap_or_else(PoisonError::into_inner).get(&key)
             && seen == stamp
         {
             return Ok(value.clone());
@@ -364,7 +364,7 @@ impl LocalSecrets {
         let asked = key.clone();
         let value = self.blocking(move |this| read(this, &asked)).await?;
         if let Some(stamp) = stamp {
-            lock(known).insert(key, (stamp, value.clone()));
+            known.lock().unwrap_or_else(PoisonError::into_inner).insert(key, (stamp, value.clone()));
         }
         Ok(value)
     }
@@ -455,10 +455,6 @@ impl Secrets for LocalSecrets {
             self.oauth_credentials(namespace.as_str(), &name, &client, token).await.map(Some)
         })
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn oauth_slot() -> &'static str {

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::io::Interest;
@@ -25,6 +25,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{Notify, oneshot};
 
 use super::lane::Waiting;
+use super::pool::lock;
 use super::stderr::shorten;
 use super::stdio::Noise;
 
@@ -88,10 +89,6 @@ pub(super) enum Read {
 enum Whole<'a> {
     Line(&'a [u8]),
     TooLong,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Stdout {

@@ -83,6 +83,21 @@ impl Hub {
         }
     }
 
+    /// `sh -c script` in a private D-Bus session of its own, where the script starts
+    /// gnome-keyring; the hub's binary is `$BIN`, `out` is `$OUT`, and the keychain is required.
+    fn in_keychain_session(&self, script: &str, out: &Path) -> Command {
+        let mut command = Command::new("dbus-run-session");
+        command
+            .args(["--", "sh", "-c", script])
+            .envs(self.envs())
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .env("CAPABILITIES_KEYCHAIN", "keychain")
+            .env("BIN", BIN)
+            .env("OUT", out)
+            .stdin(Stdio::null());
+        command
+    }
+
     /// Adds the everything server with one credential slot, `API_TOKEN`.
     fn add_everything(&self) {
         let script = packages().join("server-everything/dist/index.js");
@@ -155,16 +170,7 @@ fn a_filled_slot_lives_in_the_keychain_and_reaches_the_source_scrubbed() {
         secret-tool lookup service capabilities.sh username everything/default/API_TOKEN >"$OUT/after"
         echo $? >"$OUT/after.rc"
     "#;
-    let ran = Command::new("dbus-run-session")
-        .args(["--", "sh", "-c", script])
-        .envs(hub.envs())
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env("CAPABILITIES_KEYCHAIN", "keychain")
-        .env("BIN", BIN)
-        .env("OUT", &out)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let ran = hub.in_keychain_session(script, &out).output().unwrap();
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
     let report = format!(
         "exit {:?}\nstderr: {}\nauth: {}{}\nexec: {}{}",
@@ -532,13 +538,8 @@ fn a_serving_hub_sends_the_key_hub_auth_just_changed() {
         exec 3>&-
         wait
     "#;
-    let ran = Command::new("dbus-run-session")
-        .args(["--", "sh", "-c", script])
-        .envs(hub.envs())
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env("CAPABILITIES_KEYCHAIN", "keychain")
-        .env("BIN", BIN)
-        .env("OUT", &out)
+    let ran = hub
+        .in_keychain_session(script, &out)
         .env("DOC", &document)
         .env("BASE", format!("http://127.0.0.1:{port}"))
         .env("INIT", init)
@@ -546,7 +547,6 @@ fn a_serving_hub_sends_the_key_hub_auth_just_changed() {
         .env("CALL2", call(2))
         .env("CALL3", call(3))
         .env("CALL4", call(4))
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_default();
