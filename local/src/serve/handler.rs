@@ -305,7 +305,12 @@ pub(super) async fn on_own_thread<T: Send + 'static>(
     let task = tokio::task::spawn_blocking(move || {
         // The run's last record goes to the writer threads once the answer has left.
         let records = crate::store::answer_first();
-        let _ = answer.send(work());
+        let result = work();
+        let ticket = super::sent::ticket();
+        let _ = answer.send(result);
+        if let Some(ticket) = ticket {
+            super::sent::wait_sent(ticket);
+        }
         drop(records);
         crate::host::after_answer();
     });

@@ -109,6 +109,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Lines<W> {
         let n = ready!(Pin::new(&mut output.out).poll_write(cx, bytes))?;
         if n > 0 {
             output.in_message = bytes[n - 1] != b'\n';
+            if !output.in_message {
+                super::sent::message_sent();
+            }
         }
         Poll::Ready(Ok(n))
     }

@@ -8,6 +8,7 @@ pub mod handler;
 pub mod http;
 pub mod lines;
 pub mod rounds;
+mod sent;
 pub mod skills;
 mod stdio;
 pub mod token;
@@ -25,6 +26,7 @@ use std::path::Path;
 /// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
 /// rmcp reads and writes them through [`lines`], so an oversized message is answered.
 pub async fn serve_stdio(home: &Path, profile: &str) -> Result<()> {
+    sent::count_messages();
     let (stdin, stdout) = stdio::stdio();
     let output = lines::Lines::new(stdout);
     let input = lines::Checked::new(stdin, output.clone());
