@@ -62,6 +62,9 @@ pub(super) struct Stdout {
     /// Answers a waiting thread read itself.
     #[cfg(test)]
     read_by_waiter: std::sync::atomic::AtomicUsize,
+    /// Times a run thread giving the reading back woke the pump.
+    #[cfg(test)]
+    pump_told: std::sync::atomic::AtomicUsize,
 }
 
 /// Bytes read and not yet a whole line.
@@ -110,6 +113,8 @@ impl Stdout {
             noise,
             #[cfg(test)]
             read_by_waiter: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            pump_told: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -290,9 +295,19 @@ impl<'a> Taken<'a> {
 }
 
 impl Drop for Taken<'_> {
+    /// Gives the reading back. Lines may have come since this thread last read, and the pump,
+    /// woken for them while this thread read, let them be: this thread reads once more, so the
+    /// pump is woken only when something is left for it (lines for the client, more to read,
+    /// or the end), not after every call.
     fn drop(&mut self) {
-        self.0.taken.store(false, Ordering::Release);
-        self.0.pump.notify_one();
+        let stdout = self.0;
+        stdout.taken.store(false, Ordering::Release);
+        let read = stdout.read();
+        if read != Read::Drained || !lock(&stdout.for_client).is_empty() {
+            #[cfg(test)]
+            stdout.pump_told.fetch_add(1, Ordering::Relaxed);
+            stdout.pump.notify_one();
+        }
     }
 }
 
@@ -437,6 +452,26 @@ mod tests {
         // Lines written after the run thread stopped reading reach the client too.
         server.writes.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n").unwrap();
         assert_eq!(server.forwarded.recv_timeout(Duration::from_secs(5)).unwrap()["id"], 8);
+    }
+
+    /// A call whose answer is all the server wrote leaves nothing for the pump: giving the
+    /// reading back does not wake it, and it still forwards what comes afterwards.
+    #[test]
+    fn giving_the_reading_back_wakes_the_pump_only_for_what_is_left() {
+        let mut server = server();
+        let mut answered = server.waiting.slot("lane-0");
+        let mut writes = server.writes.try_clone().unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            writes.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"lane-0\",\"result\":{}}\n").unwrap();
+        });
+        let answer = run_thread().block_on(server.stdout.answer(&mut answered)).unwrap();
+        writer.join().unwrap();
+        assert_eq!(answer["id"], "lane-0");
+        assert_eq!(server.stdout.read_by_waiter.load(Ordering::Relaxed), 1);
+        assert_eq!(server.stdout.pump_told.load(Ordering::Relaxed), 0, "nothing was left for the pump");
+        server.writes.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n").unwrap();
+        assert_eq!(server.forwarded.recv_timeout(Duration::from_secs(5)).unwrap()["id"], 9);
     }
 
     /// Calls from two run threads, each answer written with a line for the client around it,
