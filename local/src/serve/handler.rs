@@ -483,11 +483,17 @@ impl ServerHandler for HubServer {
             let request_state = request
                 .request_state
                 .filter(|_| request.name != tools::SEARCH && request.name != tools::DESCRIBE);
-            return Ok(self
-                .call_inline(&request.name, arguments, request.input_responses, request_state)
-                .await);
+            return Ok(Box::pin(self.call_inline(
+                &request.name,
+                arguments,
+                request.input_responses,
+                request_state,
+            ))
+            .await);
         }
-        Ok(self.call_with(&request.name, arguments, Some(&context)).await.into())
+        // Boxed: the call's state machine is about 9 KB (the prompts it may put to a person),
+        // and rmcp moves the task holding it several times as it spawns it, each time a copy.
+        Ok(Box::pin(self.call_with(&request.name, arguments, Some(&context))).await.into())
     }
 }
 
