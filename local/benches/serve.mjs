@@ -6,10 +6,13 @@
 //     stdio sources (they start lazily, so neither number should grow with sources);
 // (b) resident memory of an idle server after those answers;
 // (c) `execute` of one call to the reference memory server through the hub, against the same
-//     `tools/call` sent straight to that server, alternated in one run, each call 5 ms after
-//     the last answer.
+//     `tools/call` sent straight to that server and sent through `relay.c` (the smallest
+//     program that can sit between: the floor for anything in the middle on this machine),
+//     alternated in one run, each call 5 ms after the last answer.
 // (d) a direct-mode profile over the same memory server: `tools/call memory_read_graph` through
 //     the hub against the same call sent straight, alternated in one run;
+// (f) the same `execute` through `hub serve --http` (a plain HTTP client on one kept-alive
+//     connection), against the same straight call, alternated in one run.
 // (e) `tools/list` of a direct-mode profile serving 500 operations of the usual size (a document
 //     written here), then about 500 operations of GitHub's REST API
 //     (its OpenAPI document from @octokit/openapi), then all 1,223, on a warm server: until the
@@ -18,9 +21,9 @@
 // also writes them there with the command, the day measured (`--date`, else today) and the
 // machine (`nproc`, `uname -m`): the site's performance page is generated from
 // `site/data/bench-serve.json`, written this way.
-// Needs `cd node && npm ci`.
+// Needs `cd node && npm ci` and a C compiler (`cc`) for the relay.
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, chmodSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -111,8 +114,14 @@ hub.notify("notifications/initialized");
 const direct = rpc("node", [memoryServer], { ...process.env, MEMORY_FILE_PATH: memoryFile });
 await direct.request("initialize", init);
 direct.notify("notifications/initialized");
+const relayBinary = join(home, "relay");
+execFileSync("cc", ["-O2", "-o", relayBinary, join(repo, "local/benches/relay.c")], { stdio: "inherit" });
+const relayed = rpc(relayBinary, ["node", memoryServer], { ...process.env, MEMORY_FILE_PATH: memoryFile });
+await relayed.request("initialize", init);
+relayed.notify("notifications/initialized");
 const viaHub = [];
 const straight = [];
+const viaRelay = [];
 const execute = { name: "execute", arguments: { code: "return await memory.readGraph({})" } };
 // After answering, the hub frees the spent guest and prepares the next one, about 0.9 ms of CPU
 // on another thread. Timed right after, the direct call would share the machine's cores with
@@ -131,12 +140,73 @@ for (let i = 0; i < rounds + 5; i++) {
   start = process.hrtime.bigint();
   await direct.request("tools/call", { name: "read_graph", arguments: {} });
   const tookDirect = ms(start);
+  await quiet();
+  start = process.hrtime.bigint();
+  await relayed.request("tools/call", { name: "read_graph", arguments: {} });
+  const tookRelayed = ms(start);
   if (i >= 5) {
     viaHub.push(took);
     straight.push(tookDirect);
+    viaRelay.push(tookRelayed);
   }
 }
 await hub.close();
+await relayed.close();
+
+// (f)
+const httpServer = spawn(binary, ["hub", "serve", "--http", "--port", "0"], { env, stdio: ["ignore", "ignore", "pipe"] });
+const url = await new Promise((resolve, reject) => {
+  let seen = "";
+  httpServer.stderr.setEncoding("utf8");
+  httpServer.stderr.on("data", (chunk) => {
+    seen += chunk;
+    const found = /serving on (\S+)/.exec(seen);
+    if (found) resolve(found[1]);
+  });
+  httpServer.once("exit", (code) => reject(new Error(`hub serve --http ended (${code}): ${seen}`)));
+});
+const httpHeaders = {
+  authorization: `Bearer ${readFileSync(join(home, "http-token"), "utf8").trim()}`,
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+};
+let httpId = 0;
+// One JSON-RPC message over streamable HTTP; the answer comes as JSON or as one SSE event.
+async function post(method, params) {
+  const id = method.startsWith("notifications/") ? undefined : ++httpId;
+  const response = await fetch(url, { method: "POST", headers: httpHeaders, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
+  const sessionId = response.headers.get("mcp-session-id");
+  if (sessionId) httpHeaders["mcp-session-id"] = sessionId;
+  const text = await response.text();
+  if (id === undefined) return null;
+  const json = (response.headers.get("content-type") ?? "").includes("text/event-stream")
+    ? text.split("\n").filter((line) => line.startsWith("data:") && line.slice(5).trim()).map((line) => JSON.parse(line.slice(5))).find((m) => m.id === id)
+    : JSON.parse(text);
+  if (!json) throw new Error(`no answer to ${method}: ${text}`);
+  return json;
+}
+await post("initialize", init);
+await post("notifications/initialized");
+const viaHttp = [];
+const straightHttp = [];
+for (let i = 0; i < rounds + 5; i++) {
+  await quiet();
+  let start = process.hrtime.bigint();
+  const answer = await post("tools/call", execute);
+  const took = ms(start);
+  if (answer.result?.structuredContent?.status !== "completed") {
+    throw new Error("execute over HTTP did not complete: " + JSON.stringify(answer));
+  }
+  await quiet();
+  start = process.hrtime.bigint();
+  await direct.request("tools/call", { name: "read_graph", arguments: {} });
+  const tookDirect = ms(start);
+  if (i >= 5) {
+    viaHttp.push(took);
+    straightHttp.push(tookDirect);
+  }
+}
+httpServer.kill();
 
 // (d)
 execFileSync(binary, ["hub", "profiles", "create", "plain", "--serves", "memory", "--mode", "direct"], { env, stdio: "ignore" });
@@ -232,6 +302,9 @@ const ghAll = await listing("gh", "github");
 
 const hubStats = stats(viaHub);
 const directStats = stats(straight);
+const relayStats = stats(viaRelay);
+const httpStats = stats(viaHttp);
+const straightHttpStats = stats(straightHttp);
 const directModeStats = stats(viaDirect);
 const straightTooStats = stats(straightToo);
 const results = {
@@ -242,6 +315,11 @@ const results = {
   execute_one_call_ms: hubStats,
   direct_tools_call_ms: directStats,
   ratio_of_medians: +(hubStats.median / directStats.median).toFixed(2),
+  relay_tools_call_ms: relayStats,
+  relay_ratio_of_medians: +(relayStats.median / directStats.median).toFixed(2),
+  http_execute_one_call_ms: httpStats,
+  http_direct_tools_call_alongside_ms: straightHttpStats,
+  http_ratio_of_medians: +(httpStats.median / straightHttpStats.median).toFixed(2),
   direct_mode_call_ms: directModeStats,
   direct_tools_call_alongside_ms: straightTooStats,
   direct_mode_ratio_of_medians: +(directModeStats.median / straightTooStats.median).toFixed(2),
