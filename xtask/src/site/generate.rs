@@ -505,6 +505,24 @@ fn bench_serve(bench: &Value) -> Result<String> {
     )?;
     row(
         &mut out,
+        "the same `tools/call` through `relay.c`, the least any program in the middle adds",
+        "relay_tools_call_ms",
+        num(r, "relay_ratio_of_medians")?,
+    )?;
+    row(
+        &mut out,
+        "`tools/call` sent straight, alongside the next row",
+        "http_direct_tools_call_alongside_ms",
+        1.0,
+    )?;
+    row(
+        &mut out,
+        "`execute` of one call through `hub serve --http`",
+        "http_execute_one_call_ms",
+        num(r, "http_ratio_of_medians")?,
+    )?;
+    row(
+        &mut out,
         "`tools/call` sent straight, alongside the next row",
         "direct_tools_call_alongside_ms",
         1.0,
