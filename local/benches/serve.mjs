@@ -11,8 +11,8 @@
 //     alternated in one run, each call 5 ms after the last answer.
 // (d) a direct-mode profile over the same memory server: `tools/call memory_read_graph` through
 //     the hub against the same call sent straight, alternated in one run;
-// (f) the same `execute` through `hub serve --http` (a plain HTTP client on one kept-alive
-//     connection), against the same straight call, alternated in one run.
+// (f) the same `execute` through `hub serve --http` (a bare HTTP/1.1 client, `http1.mjs`, on
+//     one kept-alive connection), against the same straight call, alternated in one run.
 // (e) `tools/list` of a direct-mode profile serving 500 operations of the usual size (a document
 //     written here), then about 500 operations of GitHub's REST API
 //     (its OpenAPI document from @octokit/openapi), then all 1,223, on a warm server: until the
@@ -29,6 +29,7 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { http1 } from "./http1.mjs";
 import { arrivals, rpc } from "./rpc.mjs";
 
 const usage = "usage: node local/benches/serve.mjs <capabilities binary> [rounds] [--out FILE] [--date YYYY-MM-DD]";
@@ -171,18 +172,17 @@ const httpHeaders = {
   accept: "application/json, text/event-stream",
 };
 let httpId = 0;
-// One JSON-RPC message over streamable HTTP; the answer comes as JSON or as one SSE event.
+const connection = await http1(url);
+// One JSON-RPC message over streamable HTTP; the answer comes as JSON or as SSE events.
 async function post(method, params) {
   const id = method.startsWith("notifications/") ? undefined : ++httpId;
-  const response = await fetch(url, { method: "POST", headers: httpHeaders, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
-  const sessionId = response.headers.get("mcp-session-id");
-  if (sessionId) httpHeaders["mcp-session-id"] = sessionId;
-  const text = await response.text();
+  const response = await connection.post({ jsonrpc: "2.0", id, method, params }, httpHeaders);
+  if (response.headers["mcp-session-id"]) httpHeaders["mcp-session-id"] = response.headers["mcp-session-id"];
   if (id === undefined) return null;
-  const json = (response.headers.get("content-type") ?? "").includes("text/event-stream")
-    ? text.split("\n").filter((line) => line.startsWith("data:") && line.slice(5).trim()).map((line) => JSON.parse(line.slice(5))).find((m) => m.id === id)
-    : JSON.parse(text);
-  if (!json) throw new Error(`no answer to ${method}: ${text}`);
+  const json = (response.headers["content-type"] ?? "").includes("text/event-stream")
+    ? response.body.split("\n").filter((line) => line.startsWith("data:") && line.slice(5).trim()).map((line) => JSON.parse(line.slice(5))).find((m) => m.id === id)
+    : JSON.parse(response.body);
+  if (!json) throw new Error(`no answer to ${method}: ${response.status} ${response.body}`);
   return json;
 }
 await post("initialize", init);
@@ -206,6 +206,7 @@ for (let i = 0; i < rounds + 5; i++) {
     straightHttp.push(tookDirect);
   }
 }
+connection.close();
 httpServer.kill();
 
 // (d)

@@ -3,7 +3,8 @@
 //! is freed and the next one prepared (about 1 ms of CPU). Started at once, that work takes the
 //! cores the server needs to write the answer out: on two cores the answer waited up to 0.15 ms
 //! for one. So that thread waits here until the answer has been written, for a short while at
-//! most. Only the stdio server counts what it writes; where nothing counts, nothing waits.
+//! most. The stdio server counts the messages it writes, the HTTP server the response bodies it
+//! has handed to their connections; where nothing counts, nothing waits.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -17,8 +18,8 @@ static COUNTING: AtomicBool = AtomicBool::new(false);
 static SENT: Mutex<u64> = Mutex::new(0);
 static CHANGED: Condvar = Condvar::new();
 
-/// From now on, the messages written to the client are counted: the stdio server calls this
-/// before it serves.
+/// From now on, the messages written to clients are counted: a server calls this before it
+/// serves.
 pub fn count_messages() {
     COUNTING.store(true, Ordering::Release);
 }
