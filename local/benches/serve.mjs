@@ -120,37 +120,37 @@ execFileSync("cc", ["-O2", "-o", relayBinary, join(repo, "local/benches/relay.c"
 const relayed = rpc(relayBinary, ["node", memoryServer], { ...process.env, MEMORY_FILE_PATH: memoryFile });
 await relayed.request("initialize", init);
 relayed.notify("notifications/initialized");
-const viaHub = [];
-const straight = [];
-const viaRelay = [];
 const execute = { name: "execute", arguments: { code: "return await memory.readGraph({})" } };
 // After answering, the hub frees the spent guest and prepares the next one, about 0.9 ms of CPU
 // on another thread. Timed right after, the direct call would share the machine's cores with
 // that work and the ratio would flatter the hub; an agent's calls come seconds apart. So every
 // call starts on a quiet machine: 5 ms after the last answer.
 const quiet = () => new Promise((resolve) => setTimeout(resolve, 5));
-for (let i = 0; i < rounds + 5; i++) {
-  await quiet();
-  let start = process.hrtime.bigint();
-  const answer = await hub.request("tools/call", execute);
-  const took = ms(start);
-  if (answer.result?.structuredContent?.status !== "completed") {
-    throw new Error("execute did not complete: " + JSON.stringify(answer));
+// Runs each step in turn, `rounds` times after five to warm up, each 5 ms after the last
+// answer; the times by step.
+async function alternate(steps) {
+  const took = Object.fromEntries(Object.keys(steps).map((name) => [name, []]));
+  for (let i = 0; i < rounds + 5; i++) {
+    for (const [name, step] of Object.entries(steps)) {
+      await quiet();
+      const start = process.hrtime.bigint();
+      await step();
+      if (i >= 5) took[name].push(ms(start));
+    }
   }
-  await quiet();
-  start = process.hrtime.bigint();
-  await direct.request("tools/call", { name: "read_graph", arguments: {} });
-  const tookDirect = ms(start);
-  await quiet();
-  start = process.hrtime.bigint();
-  await relayed.request("tools/call", { name: "read_graph", arguments: {} });
-  const tookRelayed = ms(start);
-  if (i >= 5) {
-    viaHub.push(took);
-    straight.push(tookDirect);
-    viaRelay.push(tookRelayed);
-  }
+  return took;
 }
+const readGraph = (client) => () => client.request("tools/call", { name: "read_graph", arguments: {} });
+const completed = (answer, how) => {
+  if (answer.result?.structuredContent?.status !== "completed") {
+    throw new Error(`execute ${how} did not complete: ` + JSON.stringify(answer));
+  }
+};
+const c = await alternate({
+  hub: async () => completed(await hub.request("tools/call", execute), "over stdio"),
+  straight: readGraph(direct),
+  relay: readGraph(relayed),
+});
 await hub.close();
 await relayed.close();
 
@@ -187,25 +187,10 @@ async function post(method, params) {
 }
 await post("initialize", init);
 await post("notifications/initialized");
-const viaHttp = [];
-const straightHttp = [];
-for (let i = 0; i < rounds + 5; i++) {
-  await quiet();
-  let start = process.hrtime.bigint();
-  const answer = await post("tools/call", execute);
-  const took = ms(start);
-  if (answer.result?.structuredContent?.status !== "completed") {
-    throw new Error("execute over HTTP did not complete: " + JSON.stringify(answer));
-  }
-  await quiet();
-  start = process.hrtime.bigint();
-  await direct.request("tools/call", { name: "read_graph", arguments: {} });
-  const tookDirect = ms(start);
-  if (i >= 5) {
-    viaHttp.push(took);
-    straightHttp.push(tookDirect);
-  }
-}
+const f = await alternate({
+  hub: async () => completed(await post("tools/call", execute), "over HTTP"),
+  straight: readGraph(direct),
+});
 connection.close();
 httpServer.kill();
 
@@ -214,23 +199,13 @@ execFileSync(binary, ["hub", "profiles", "create", "plain", "--serves", "memory"
 const plain = rpc(binary, ["hub", "serve", "--stdio", "--profile", "plain"], env);
 await plain.request("initialize", init);
 plain.notify("notifications/initialized");
-const viaDirect = [];
-const straightToo = [];
-for (let i = 0; i < rounds + 5; i++) {
-  await quiet();
-  let start = process.hrtime.bigint();
-  const answer = await plain.request("tools/call", { name: "memory_read_graph", arguments: {} });
-  const took = ms(start);
-  if (answer.result?.isError !== false) throw new Error("the direct call failed: " + JSON.stringify(answer));
-  await quiet();
-  start = process.hrtime.bigint();
-  await direct.request("tools/call", { name: "read_graph", arguments: {} });
-  const tookDirect = ms(start);
-  if (i >= 5) {
-    viaDirect.push(took);
-    straightToo.push(tookDirect);
-  }
-}
+const d = await alternate({
+  hub: async () => {
+    const answer = await plain.request("tools/call", { name: "memory_read_graph", arguments: {} });
+    if (answer.result?.isError !== false) throw new Error("the direct call failed: " + JSON.stringify(answer));
+  },
+  straight: readGraph(direct),
+});
 await plain.close();
 await direct.close();
 
@@ -301,13 +276,13 @@ const typical500 = await listing("typical500", "things");
 const gh500 = await listing("gh500", "github.repos*,github.actions*,github.orgs*");
 const ghAll = await listing("gh", "github");
 
-const hubStats = stats(viaHub);
-const directStats = stats(straight);
-const relayStats = stats(viaRelay);
-const httpStats = stats(viaHttp);
-const straightHttpStats = stats(straightHttp);
-const directModeStats = stats(viaDirect);
-const straightTooStats = stats(straightToo);
+const hubStats = stats(c.hub);
+const directStats = stats(c.straight);
+const relayStats = stats(c.relay);
+const httpStats = stats(f.hub);
+const straightHttpStats = stats(f.straight);
+const directModeStats = stats(d.hub);
+const straightTooStats = stats(d.straight);
 const results = {
   sources: 2,
   start_to_initialize_ms: stats(initialize),

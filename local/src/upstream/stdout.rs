@@ -422,24 +422,30 @@ mod tests {
         tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
     }
 
-    #[test]
-    fn a_waiting_thread_reads_its_own_answer_and_the_client_gets_the_rest_in_order() {
-        let mut server = server();
+    /// The answer to call `lane-0`, which the server writes within `text` once a run thread
+    /// waits for it on the pipe.
+    fn answer_within(server: &Server, text: &'static str) -> Value {
         let mut answered = server.waiting.slot("lane-0");
         let mut writes = server.writes.try_clone().unwrap();
         let writer = std::thread::spawn(move || {
-            // Written once the run thread waits on the pipe.
             std::thread::sleep(Duration::from_millis(50));
-            let text = concat!(
-                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":1}}\n",
-                "not json\n",
-                "{\"jsonrpc\":\"2.0\",\"id\":\"lane-0\",\"result\":{\"ok\":true}}\n",
-                "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n",
-            );
             writes.write_all(text.as_bytes()).unwrap();
         });
         let answer = run_thread().block_on(server.stdout.answer(&mut answered)).unwrap();
         writer.join().unwrap();
+        answer
+    }
+
+    #[test]
+    fn a_waiting_thread_reads_its_own_answer_and_the_client_gets_the_rest_in_order() {
+        let mut server = server();
+        let text = concat!(
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"n\":1}}\n",
+            "not json\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":\"lane-0\",\"result\":{\"ok\":true}}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n",
+        );
+        let answer = answer_within(&server, text);
         assert_eq!(answer["result"], json!({"ok": true}));
         assert_eq!(server.stdout.read_by_waiter.load(Ordering::Relaxed), 1, "read on the waiting thread");
         assert!(!server.stdout.taken.load(Ordering::Acquire), "the turn at reading is given back");
@@ -459,14 +465,7 @@ mod tests {
     #[test]
     fn giving_the_reading_back_wakes_the_pump_only_for_what_is_left() {
         let mut server = server();
-        let mut answered = server.waiting.slot("lane-0");
-        let mut writes = server.writes.try_clone().unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            writes.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"lane-0\",\"result\":{}}\n").unwrap();
-        });
-        let answer = run_thread().block_on(server.stdout.answer(&mut answered)).unwrap();
-        writer.join().unwrap();
+        let answer = answer_within(&server, "{\"jsonrpc\":\"2.0\",\"id\":\"lane-0\",\"result\":{}}\n");
         assert_eq!(answer["id"], "lane-0");
         assert_eq!(server.stdout.read_by_waiter.load(Ordering::Relaxed), 1);
         assert_eq!(server.stdout.pump_told.load(Ordering::Relaxed), 0, "nothing was left for the pump");
