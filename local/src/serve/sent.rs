@@ -57,7 +57,7 @@ mod tests {
 
     #[test]
     fn a_thread_waits_only_while_nothing_was_sent_since_its_ticket() {
-        assert_eq!(ticket(), None, "nothing counts before the stdio server starts");
+        assert_eq!(ticket(), None, "nothing counts before a server starts");
         count_messages();
         let first = ticket().unwrap();
         message_sent();
