@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capabilities_core::ports::Credentials;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::process::Command;
 use tokio::sync::watch;
 
@@ -32,7 +32,7 @@ use super::isolation;
 use super::lane::{Lane, SharedStdin, Waiting};
 use super::spawner::{self, ProcessGroup};
 use super::stderr::StderrTail;
-use super::stdout::{MAX_LINE, Stdout};
+use super::stdout::{MAX_LINE, Stdout, Whole, split};
 use super::tap::RawTap;
 
 /// Variables of the hub's environment a server inherits.
@@ -241,20 +241,33 @@ pub(crate) async fn spawn(
 
 /// Forwards each line the client writes to the server's stdin, whole, under the lock the lane
 /// takes too; closes stdin once the client is done.
-async fn pump_stdin(from_client: DuplexStream, stdin: SharedStdin) {
-    let mut reader = BufReader::with_capacity(64 * 1024, from_client);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match read_line_bounded(&mut reader, &mut line, MAX_LINE).await {
-            Ok(LineRead::Eof) | Err(_) => break,
-            // Never from rmcp, whose requests are far smaller: nothing half is sent.
-            Ok(LineRead::TooLong) => continue,
-            Ok(LineRead::Line) => {}
+async fn pump_stdin(mut from_client: DuplexStream, stdin: SharedStdin) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut partial, mut too_long) = (Vec::new(), false);
+    let mut lines = Vec::new();
+    let ended = loop {
+        let n = match from_client.read(&mut buf).await {
+            Ok(0) | Err(_) => break true,
+            Ok(n) => n,
+        };
+        // A line too long is never from rmcp, whose requests are far smaller: nothing half is
+        // sent.
+        split(&mut partial, &mut too_long, &buf[..n], MAX_LINE, |whole| {
+            if let Whole::Line(line) = whole {
+                lines.push(line.to_vec());
+            }
+        });
+        let mut written = true;
+        for line in lines.drain(..) {
+            written = written && super::lane::write_line(&stdin, &line).await.is_ok();
         }
-        if super::lane::write_line(&stdin, &line).await.is_err() {
-            break;
+        if !written {
+            break false;
         }
+    };
+    // A last line without its newline is still a line.
+    if ended && !too_long && !partial.is_empty() {
+        let _ = super::lane::write_line(&stdin, &partial).await;
     }
     // The server reads end-of-file, as when the client held its stdin itself.
     stdin.lock().await.take();
@@ -289,79 +302,38 @@ async fn pump_stderr(mut stderr: tokio::process::ChildStderr, tail: StderrTail) 
     }
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum LineRead {
-    Line,
-    TooLong,
-    Eof,
-}
-
-/// Reads one `\n`-terminated line (the last may lack it) of at most `max` bytes into `line`.
-async fn read_line_bounded<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    line: &mut Vec<u8>,
-    max: usize,
-) -> io::Result<LineRead> {
-    let mut too_long = false;
-    let mut read_any = false;
-    loop {
-        let buf = reader.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(match (read_any, too_long) {
-                (false, _) => LineRead::Eof,
-                (true, true) => LineRead::TooLong,
-                (true, false) => LineRead::Line,
-            });
-        }
-        read_any = true;
-        let (len, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(newline) => (newline + 1, true),
-            None => (buf.len(), false),
-        };
-        if !too_long {
-            if line.len() + len > max {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(&buf[..len]);
-            }
-        }
-        reader.consume(len);
-        if done {
-            return Ok(if too_long { LineRead::TooLong } else { LineRead::Line });
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    async fn lines(input: &[u8], max: usize) -> Vec<(LineRead, String)> {
-        let mut reader = BufReader::with_capacity(4, input);
-        let mut out = Vec::new();
-        loop {
-            let mut line = Vec::new();
-            let read = read_line_bounded(&mut reader, &mut line, max).await.unwrap();
-            if read == LineRead::Eof {
-                return out;
-            }
-            out.push((read, String::from_utf8(line).unwrap()));
-        }
+    /// What a server reads on its stdin (`cat` gives it back) when the client writes `input`
+    /// through the stdin pump.
+    async fn through_stdin(input: Vec<u8>) -> String {
+        let mut child = Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
+        let (mut client, pump_reads) = tokio::io::duplex(64 * 1024);
+        let pump = tokio::spawn(pump_stdin(pump_reads, stdin));
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = tokio::spawn(async move {
+            let mut read = String::new();
+            stdout.read_to_string(&mut read).await.unwrap();
+            read
+        });
+        client.write_all(&input).await.unwrap();
+        drop(client);
+        pump.await.unwrap();
+        reader.await.unwrap()
     }
 
     #[tokio::test]
     async fn reads_bounded_lines() {
-        let got = lines(b"ab\nabcdefghij\n\nxyz", 6).await;
-        assert_eq!(
-            got,
-            vec![
-                (LineRead::Line, "ab\n".to_owned()),
-                (LineRead::TooLong, String::new()),
-                (LineRead::Line, "\n".to_owned()),
-                (LineRead::Line, "xyz".to_owned()),
-            ]
-        );
+        // The line over the limit is dropped whole; the last, without its newline, still goes.
+        let got = through_stdin([b"ab\n", "x".repeat(MAX_LINE).as_bytes(), b"\n\nxyz"].concat()).await;
+        assert_eq!(got, "ab\n\nxyz");
     }
 
     #[test]

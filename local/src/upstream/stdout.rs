@@ -89,7 +89,7 @@ pub(super) enum Read {
 
 /// A whole line, or the place of one that was too long.
 #[derive(Debug, PartialEq, Eq)]
-enum Whole<'a> {
+pub(super) enum Whole<'a> {
     Line(&'a [u8]),
     TooLong,
 }
@@ -313,8 +313,8 @@ impl Drop for Taken<'_> {
 
 /// Appends `bytes` to the line in `partial` and calls `each` for every line they complete, its
 /// newline included. A line longer than `max`, newline counted, is dropped and called as
-/// [`Whole::TooLong`] once its end is read.
-fn split(
+/// [`Whole::TooLong`] once its end is read. The stdin pump (`stdio.rs`) splits with it too.
+pub(super) fn split(
     partial: &mut Vec<u8>,
     too_long: &mut bool,
     bytes: &[u8],
