@@ -90,7 +90,7 @@ async function localHub() {
   );
   const server = spawn(binary, ["hub", "serve", "--http", "--port", "0"], { env, stdio: ["ignore", "ignore", "pipe"] });
   children.push(server);
-  const url = await waitForLine(server, "stderr", /serving on (\S+)/, "the server");
+  const url = await waitForLine(server, "stderr", /serving on (\S+)\r?\n/, "the server");
   const token = readFileSync(join(home, "hub", "http-token"), "utf8").trim();
   return {
     target: "local serve --http",

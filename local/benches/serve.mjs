@@ -161,7 +161,8 @@ const url = await new Promise((resolve, reject) => {
   httpServer.stderr.setEncoding("utf8");
   httpServer.stderr.on("data", (chunk) => {
     seen += chunk;
-    const found = /serving on (\S+)/.exec(seen);
+    // The whole line: the hub's stderr is unbuffered, and a line can come in pieces.
+    const found = /serving on (\S+)\n/.exec(seen);
     if (found) resolve(found[1]);
   });
   httpServer.once("exit", (code) => reject(new Error(`hub serve --http ended (${code}): ${seen}`)));
