@@ -161,7 +161,7 @@ const url = await new Promise((resolve, reject) => {
   httpServer.stderr.setEncoding("utf8");
   httpServer.stderr.on("data", (chunk) => {
     seen += chunk;
-    // The whole line: the hub's stderr is unbuffered, and a line can come in pieces.
+    // Up to the newline: a pipe may hand a line over in pieces.
     const found = /serving on (\S+)\n/.exec(seen);
     if (found) resolve(found[1]);
   });

@@ -95,8 +95,13 @@ pub async fn serve_http(home: &Path, port: u16, profile: &str) -> Result<()> {
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::default(), config)
     };
     let endpoint = Arc::new(Endpoint { gate, mcp });
-    eprintln!("serving on http://{local}{ENDPOINT}");
-    eprintln!("clients send `Authorization: Bearer <token>`; the token is in {}", token_path.display());
+    // One write: stderr is unbuffered, and `eprintln!` writes a line in pieces, so a script
+    // reading the URL could see it cut short.
+    let listening = format!(
+        "serving on http://{local}{ENDPOINT}\nclients send `Authorization: Bearer <token>`; the token is in {}\n",
+        token_path.display()
+    );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), listening.as_bytes());
 
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
