@@ -51,21 +51,17 @@ pub fn run(settings: &Settings, args: ServeArgs) -> Result<ExitCode> {
     drop(store);
     // Harness entries run `<hub>/bin/capabilities`: keep it pointing at the binary in use.
     crate::install::refresh_link_or_warn(&settings.home);
-    // Over stdio one client's messages are read, routed and answered on one thread: runs and
-    // everything else that blocks go to their own threads, and a message handed between two
-    // workers would only add a wake-up to each. HTTP serves many clients at once.
+    // Over stdio one client's messages are read and routed on one worker thread, and a
+    // `tools/call` is run and answered on the thread that read it while the worker's part moves
+    // to another thread (`block_in_place`): a hand-off to a run thread and back would cost two
+    // wake-ups of an idle core on every call. HTTP serves many clients at once.
     //
     // A run thread keeps what makes the next run fast: its runtime, the next guest prepared
     // after each answer, its HTTP client and kept-alive connections. Tokio ends an idle blocking
     // thread after ten seconds, and an agent's calls are often further apart than that, so the
     // hub keeps them for `RUN_THREAD_IDLE`.
-    let mut builder = if http {
-        let mut builder = tokio::runtime::Builder::new_multi_thread();
-        builder.worker_threads(2);
-        builder
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(if http { 2 } else { 1 });
     let runtime = builder
         .enable_all()
         .thread_keep_alive(RUN_THREAD_IDLE)

@@ -19,14 +19,15 @@ use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
     GetSkillResult, Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, RequestId, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, ServerResult, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::ask::{Prompter, can_ask};
+use super::lines::AnswerNow;
 use super::skills::{self, HubSkills};
 use super::{rounds, tools};
 use crate::config::{ConfigStamp, ConfigWatch, config_stamp_after};
@@ -42,8 +43,9 @@ struct OpenHost {
     watch: Option<ConfigWatch>,
 }
 
-/// Serves the three tools over one hub. Each call runs on a blocking thread of its own, so the
-/// engine's runtime (which is not `Send`) never meets the server's. The open hub is kept between calls —
+/// Serves the three tools over one hub. Each call runs on a blocking thread, so the engine's
+/// runtime (which is not `Send`) never meets the server's: over stdio the thread that read the
+/// call, which the server's runtime leaves for the call's length; else one of the pool's. The open hub is kept between calls —
 /// its sources stay connected — and opened again when the configuration on disk changes, so
 /// each call sees the current sources and policy.
 #[derive(Clone)]
@@ -63,6 +65,9 @@ pub struct HubServer {
     waiting: Arc<Mutex<HashMap<String, String>>>,
     /// The hub's skill library, served by the Skills extension.
     skills: Arc<HubSkills>,
+    /// Where answers can be written from the thread that ran the call (stdio); `None` answers
+    /// through rmcp.
+    answers: Option<Arc<dyn AnswerNow>>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -93,7 +98,14 @@ impl HubServer {
             pages,
             waiting: Arc::new(Mutex::new(HashMap::new())),
             skills: Arc::new(HubSkills::new(home.to_owned())),
+            answers: None,
         }
+    }
+
+    /// Answers `tools/call` from the thread that ran it, written to `answers`.
+    pub(super) fn answering_to(mut self, answers: Arc<dyn AnswerNow>) -> HubServer {
+        self.answers = Some(answers);
+        self
     }
 
     /// The open hub, reopened if its configuration changed on disk since it was opened.
@@ -145,9 +157,21 @@ impl HubServer {
         arguments: Value,
         context: Option<&RequestContext<RoleServer>>,
     ) -> CallToolResult {
-        let server = self.clone();
-        let name = name.to_owned();
-        match on_own_thread(move || server.answer(&*server.host()?, &name, arguments)).await {
+        let answered = match (context, in_place_runtime(), self.answers.clone()) {
+            (Some(context), Some(runtime), Some(answers)) => {
+                let client = Client::of(context, answers, runtime);
+                match tokio::task::block_in_place(|| self.answer_in_place(name, arguments, &client)) {
+                    InPlace::Sent => return CallToolResult::success(Vec::new()),
+                    InPlace::Left(answered) => *answered,
+                }
+            }
+            _ => {
+                let server = self.clone();
+                let name = name.to_owned();
+                on_own_thread(move || server.answer(&*server.host()?, &name, arguments)).await
+            }
+        };
+        match answered {
             Ok(Answered::Text(result)) => result,
             Ok(Answered::Run(envelope, shape)) => {
                 let envelope = match context {
@@ -162,6 +186,41 @@ impl HubServer {
             }
             Err(err) => error_text(format!("{err:#}")),
         }
+    }
+
+    /// Answers one `tools/call` on the thread that read it, the server's runtime moved to another
+    /// thread meanwhile, and writes the answer from here: no hand-off to a run thread and back,
+    /// two wake-ups of an idle core fewer on every call. A run that waits for a person is left
+    /// for the caller to put to them. Like [`on_own_thread`], frees the spent guest and
+    /// prepares the next once the answer is out.
+    fn answer_in_place(&self, name: &str, arguments: Value, client: &Client) -> InPlace {
+        let records = crate::store::answer_first();
+        let work = || self.answer(&*self.host()?, name, arguments);
+        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
+            Err(anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))
+        });
+        let result = match answered {
+            Ok(Answered::Text(result)) => Ok(result),
+            Ok(Answered::Run(envelope, shape)) if envelope.status != EnvelopeStatus::AwaitingApproval => {
+                Ok(self.run_result(&envelope, &shape))
+            }
+            Err(err) => Ok(error_text(format!("{err:#}"))),
+            waiting => Err(waiting),
+        };
+        let outcome = match result {
+            Ok(result) => client.answer(result),
+            Err(waiting) => InPlace::Left(Box::new(waiting)),
+        };
+        if matches!(outcome, InPlace::Sent) {
+            // The client was most likely woken on this core, and would wait here while the
+            // spent guest is freed: let it read its answer first.
+            std::thread::yield_now();
+        }
+        // The records go to the writer threads once this core's work is done, so they do not
+        // take the other core from the client either.
+        crate::host::after_answer();
+        drop(records);
+        outcome
     }
 
     /// Answers one `tools/call` on the calling thread: a direct-mode tool when the profile is in
@@ -222,6 +281,64 @@ impl HubServer {
             None => tools::definitions(&self.limits),
         })
     }
+}
+
+/// What answering in place left to do.
+enum InPlace {
+    /// The answer went to the client.
+    Sent,
+    /// What the call produced, for the caller to answer with.
+    Left(Box<Result<Answered>>),
+}
+
+/// The client a `tools/call` came from, as its answer is written from the thread that ran it.
+struct Client {
+    id: RequestId,
+    /// Whether the client speaks revision 2026-07-28 or later, which shapes results differently.
+    newer: bool,
+    answers: Arc<dyn AnswerNow>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Client {
+    fn of(
+        context: &RequestContext<RoleServer>,
+        answers: Arc<dyn AnswerNow>,
+        runtime: tokio::runtime::Handle,
+    ) -> Client {
+        let newer = context
+            .protocol_version()
+            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        Client { id: context.id.clone(), newer, answers, runtime }
+    }
+
+    /// Writes `result` as the answer, shaped for the client's revision as rmcp shapes the
+    /// results it writes itself (`handler/server.rs`); when it cannot be written, the result
+    /// is left for rmcp to write.
+    fn answer(&self, result: CallToolResult) -> InPlace {
+        let mut shaped = ServerResult::CallToolResult(result);
+        if self.newer {
+            shaped.fill_missing_cache_hints();
+        } else {
+            shaped.strip_result_type_for_legacy_peer();
+            shaped.strip_non_object_output_for_legacy_peer();
+        }
+        if self.answers.answer_now(&self.id, &shaped, &self.runtime) {
+            return InPlace::Sent;
+        }
+        let result = match shaped {
+            ServerResult::CallToolResult(result) => result,
+            _ => error_text("the answer could not be written"),
+        };
+        InPlace::Left(Box::new(Ok(Answered::Text(result))))
+    }
+}
+
+/// The server's runtime when a call can be answered in place: one with worker threads that
+/// can take over its tasks while this one runs the call (the stdio server's).
+fn in_place_runtime() -> Option<tokio::runtime::Handle> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    (runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread).then_some(runtime)
 }
 
 /// How a run's envelope goes back: as the envelope (`execute`), or as the tool's own result

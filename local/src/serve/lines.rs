@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, ready};
 
+use rmcp::model::{JsonRpcResponse, JsonRpcVersion2_0, RequestId, ServerResult};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The longest message the hub reads: `execute` code is at most 64 KiB, so this is generous.
@@ -38,9 +39,15 @@ struct Output<W> {
     out: W,
     /// Whether rmcp has written part of a message and not yet its newline.
     in_message: bool,
-    /// Errors waiting to be written, and how much of the first is out.
+    /// Errors and answers written from outside rmcp, waiting to be written, and how much of the
+    /// first is out.
     errors: VecDeque<Vec<u8>>,
     written: usize,
+    /// How rmcp's answers to requests already answered (see [`Lines::answer_now`]) begin: each
+    /// is dropped when rmcp writes it.
+    answered: Vec<Vec<u8>>,
+    /// Whether the rest of rmcp's current message is being dropped.
+    dropping: bool,
 }
 
 impl<W: AsyncWrite + Unpin> Output<W> {
@@ -59,14 +66,43 @@ impl<W: AsyncWrite + Unpin> Output<W> {
             }
             self.errors.pop_front();
             self.written = 0;
+            super::sent::message_sent();
         }
         Poll::Ready(Ok(()))
+    }
+
+    /// How many of `bytes`, the start of a message from rmcp, to drop: the whole line when it
+    /// answers a request already answered, else none.
+    fn dropped_from(&mut self, bytes: &[u8]) -> usize {
+        if !self.dropping {
+            let Some(at) = self.answered.iter().position(|prefix| bytes.starts_with(prefix)) else {
+                return 0;
+            };
+            self.answered.swap_remove(at);
+        }
+        match bytes.iter().position(|b| *b == b'\n') {
+            Some(end) => {
+                self.dropping = false;
+                end + 1
+            }
+            None => {
+                self.dropping = true;
+                bytes.len()
+            }
+        }
     }
 }
 
 impl<W: AsyncWrite + Unpin> Lines<W> {
     pub fn new(out: W) -> Lines<W> {
-        let output = Output { out, in_message: false, errors: VecDeque::new(), written: 0 };
+        let output = Output {
+            out,
+            in_message: false,
+            errors: VecDeque::new(),
+            written: 0,
+            answered: Vec::new(),
+            dropping: false,
+        };
         Lines { shared: Arc::new(Mutex::new(output)) }
     }
 
@@ -102,10 +138,49 @@ impl<W: AsyncWrite + Unpin> Lines<W> {
     }
 }
 
+/// Where a `tools/call` can be answered from the thread that ran it.
+pub trait AnswerNow: Send + Sync {
+    /// Writes `result` (shaped for the client already) as the answer to request `id`, and
+    /// drops rmcp's own answer to `id` when it comes. False when it cannot be written: rmcp's
+    /// answer then goes out as usual.
+    fn answer_now(&self, id: &RequestId, result: &ServerResult, runtime: &tokio::runtime::Handle) -> bool;
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> AnswerNow for Lines<W> {
+    /// Written outside the runtime, instead of handed back to rmcp's task first: that is a
+    /// wake-up of the server's thread on every call. The answer goes out now unless the output
+    /// is partway through one of rmcp's messages or full; then rmcp's next write, or a task on
+    /// `runtime`, writes it.
+    fn answer_now(&self, id: &RequestId, result: &ServerResult, runtime: &tokio::runtime::Handle) -> bool {
+        let response = JsonRpcResponse { jsonrpc: JsonRpcVersion2_0, id: id.clone(), result };
+        let (Ok(id_json), Ok(mut line)) = (serde_json::to_string(id), serde_json::to_vec(&response)) else {
+            return false;
+        };
+        line.push(b'\n');
+        let mut output = self.output();
+        output.answered.push(format!(r#"{{"jsonrpc":"2.0","id":{id_json},"result":"#).into_bytes());
+        output.errors.push_back(line);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let written = matches!(output.poll_errors(&mut cx), Poll::Ready(Ok(()))) && output.errors.is_empty();
+        drop(output);
+        if !written {
+            let lines = self.clone();
+            runtime.spawn(async move { lines.flush_errors().await });
+        }
+        true
+    }
+}
+
 impl<W: AsyncWrite + Unpin> AsyncWrite for Lines<W> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
         let mut output = self.output();
         ready!(output.poll_errors(cx))?;
+        if !output.in_message && (output.dropping || !output.answered.is_empty()) {
+            let dropped = output.dropped_from(bytes);
+            if dropped > 0 {
+                return Poll::Ready(Ok(dropped));
+            }
+        }
         let n = ready!(Pin::new(&mut output.out).poll_write(cx, bytes))?;
         if n > 0 {
             output.in_message = bytes[n - 1] != b'\n';
@@ -278,6 +353,68 @@ mod tests {
         assert_eq!(written, "");
         // rmcp keeps a line of this many bytes, its newline counted, and drops a longer one.
         assert_eq!(MAX_LINE_BYTES, read.len());
+    }
+
+    /// rmcp's answer to a request, as it writes it.
+    fn rmcp_answer(id: RequestId, text: &str) -> Vec<u8> {
+        use rmcp::model::{CallToolResult, ContentBlock, ServerJsonRpcMessage};
+        let result = ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(text)]));
+        let mut line = serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).unwrap();
+        line.push(b'\n');
+        line
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_answer_given_now_replaces_rmcps_answer_to_the_same_request() {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        use tokio::io::AsyncWriteExt;
+        let lines = Lines::new(Vec::new());
+        let runtime = tokio::runtime::Handle::current();
+        for id in [RequestId::Number(7), RequestId::String("seven".into())] {
+            let result =
+                ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text("now")]));
+            assert!(lines.answer_now(&id, &result, &runtime));
+        }
+        let mut writer = lines.clone();
+        // rmcp's answers to both, another request's between them, and one offered in two pieces.
+        writer.write_all(&rmcp_answer(RequestId::Number(7), "late")).await.unwrap();
+        writer.write_all(&rmcp_answer(RequestId::Number(70), "other")).await.unwrap();
+        let cut = rmcp_answer(RequestId::String("seven".into()), "late");
+        let n = Pin::new(&mut writer).write(&cut[..60]).await.unwrap();
+        writer.write_all(&cut[n..]).await.unwrap();
+        writer.write_all(&rmcp_answer(RequestId::Number(7), "again")).await.unwrap();
+        lines.flush_errors().await.unwrap();
+        let written = String::from_utf8(std::mem::take(&mut lines.output().out)).unwrap();
+        let texts: Vec<(serde_json::Value, String)> = written
+            .lines()
+            .map(|line| {
+                let message: serde_json::Value = serde_json::from_str(line).unwrap();
+                (message["id"].clone(), message["result"]["content"][0]["text"].as_str().unwrap().to_owned())
+            })
+            .collect();
+        // Each request answered once, and a later message with a used id is not held back.
+        let expected =
+            [(json!(7), "now"), (json!("seven"), "now"), (json!(70), "other"), (json!(7), "again")];
+        assert_eq!(texts, expected.map(|(id, text)| (id, text.to_owned())));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_answer_given_now_waits_for_the_message_being_written() {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        use tokio::io::AsyncWriteExt;
+        let lines = Lines::new(Vec::new());
+        let mut writer = lines.clone();
+        writer.write_all(b"{\"id\":1,").await.unwrap();
+        let result = ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text("now")]));
+        assert!(lines.answer_now(&RequestId::Number(2), &result, &tokio::runtime::Handle::current()));
+        writer.write_all(b"\"result\":{}}\n").await.unwrap();
+        lines.flush_errors().await.unwrap();
+        let written = String::from_utf8(std::mem::take(&mut lines.output().out)).unwrap();
+        let mut messages = written.lines();
+        assert_eq!(messages.next(), Some(r#"{"id":1,"result":{}}"#));
+        let answer: serde_json::Value = serde_json::from_str(messages.next().unwrap()).unwrap();
+        assert_eq!((&answer["id"], &answer["result"]["content"][0]["text"]), (&json!(2), &json!("now")));
+        assert_eq!(messages.next(), None);
     }
 
     #[tokio::test]

@@ -22,6 +22,7 @@ pub use self::http::serve_http;
 pub use handler::HubServer;
 
 use std::path::Path;
+use std::sync::Arc;
 
 /// Serves MCP on stdin and stdout until the client closes stdin. Logs go to stderr only.
 /// rmcp reads and writes them through [`lines`], so an oversized message is answered.
@@ -33,6 +34,7 @@ pub async fn serve_stdio(home: &Path, profile: &str) -> Result<()> {
     let transport =
         AsyncRwTransport::new_server(input, output.clone()).with_max_line_length(lines::MAX_LINE_BYTES);
     let service = HubServer::for_profile(home, profile)
+        .answering_to(Arc::new(output.clone()))
         .serve(transport)
         .await
         .context("starting the MCP server on stdio")?;
