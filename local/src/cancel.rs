@@ -50,11 +50,15 @@ pub fn withdraw(root: &Path, run_id: &RunId) {
 pub struct Watched<'a> {
     driver: &'a QuickJs,
     root: &'a Path,
+    /// Whether the runs are new: nobody can have asked to stop one before its first attempt,
+    /// so the marker is not looked for then (a look costs a path lookup in `runs/`, which
+    /// holds every kept run); the watcher's next look finds one left since.
+    new_runs: bool,
 }
 
 impl<'a> Watched<'a> {
-    pub fn new(driver: &'a QuickJs, root: &'a Path) -> Watched<'a> {
-        Watched { driver, root }
+    pub fn new(driver: &'a QuickJs, root: &'a Path, new_runs: bool) -> Watched<'a> {
+        Watched { driver, root, new_runs }
     }
 }
 
@@ -62,7 +66,9 @@ impl Sandbox for Watched<'_> {
     fn run<'a>(&'a self, attempt: Attempt, bridge: &'a dyn Bridge) -> LocalBoxFuture<'a, AttemptReport> {
         let flag = self.driver.cancel_flag();
         flag.clear();
-        let watch = RunId::parse(&attempt.run_id).map(|id| Watch::start(marker(self.root, &id), flag));
+        let look_first = !self.new_runs;
+        let watch =
+            RunId::parse(&attempt.run_id).map(|id| Watch::start(marker(self.root, &id), flag, look_first));
         Box::pin(async move {
             let report = self.driver.run(attempt, bridge).await;
             if let Some(watch) = watch {
@@ -143,9 +149,9 @@ fn watch_loop(watcher: &'static Watcher) {
 }
 
 impl Watch {
-    fn start(marker: PathBuf, flag: Arc<Cancel>) -> Watch {
+    fn start(marker: PathBuf, flag: Arc<Cancel>, look_first: bool) -> Watch {
         // Asked before the attempt began: stop it before any code runs.
-        if marker.exists() {
+        if look_first && marker.exists() {
             flag.cancel();
         }
         let watcher = watcher();

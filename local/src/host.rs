@@ -241,7 +241,7 @@ impl Host {
         limits: Limits,
     ) -> Result<Envelope> {
         // A person may cancel a running attempt from another process (`hub cancel`).
-        let sandbox = Watched::new(sandbox, self.store.root());
+        let sandbox = Watched::new(sandbox, self.store.root(), matches!(op, Op::Execute(_)));
         let engine = Engine {
             catalog: &self.surface.catalog,
             policy: &self.surface.policy,
