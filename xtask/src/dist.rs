@@ -55,7 +55,7 @@ const MAC_NEEDS: &str = "a Mac with Xcode's command line tools (the macOS SDK, w
                          there run `cargo xtask dist --target aarch64-apple-darwin --target x86_64-apple-darwin`";
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
-    let chosen = targets(args)?;
+    let Options { targets: chosen, pgo } = options(args)?;
     let root = workspace_root();
     check_npm_versions(&root)?;
     let dist = target_dir().join("dist");
@@ -76,7 +76,17 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let strip = strip_tool()?;
     let mut made = Vec::new();
     for target in &chosen {
-        let binary = build(target, name.as_deref())?;
+        let binary = match (&pgo, target.build) {
+            (Some(profile), Build::Host) => {
+                let (binary, used) = crate::pgo::build(name.as_deref(), profile.as_deref())?;
+                // Kept with the archives: `--profile` with it builds the same binary again.
+                let kept = dist.join(format!("capabilities-{VERSION}-{}.profdata", target.triple));
+                std::fs::copy(&used, &kept)?;
+                made.push(kept);
+                binary
+            }
+            _ => build(target, name.as_deref())?,
+        };
         let name = format!("capabilities-{VERSION}-{}", target.triple);
         let folder = stage.join(&name);
         std::fs::create_dir_all(&folder)?;
@@ -118,12 +128,31 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The targets `--target` names, else both Linux ones; a macOS one off a Mac is refused.
-fn targets(args: &[String]) -> Result<Vec<&'static Target>> {
+/// What `dist` was asked for.
+struct Options {
+    targets: Vec<&'static Target>,
+    /// Profile-guided optimisation of the x86-64 binary: `Some(None)` trains a profile,
+    /// `Some(Some(file))` uses that one (see `pgo.rs`).
+    pgo: Option<Option<PathBuf>>,
+}
+
+/// The targets `--target` names, else both Linux ones (a macOS one off a Mac is refused), and
+/// `--pgo` or `--profile FILE`.
+fn options(args: &[String]) -> Result<Options> {
     let mut chosen = Vec::new();
+    let mut pgo = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let triple = match arg.as_str() {
+            "--pgo" => {
+                pgo.get_or_insert(None);
+                continue;
+            }
+            "--profile" => {
+                let file = args.next().context("--profile needs the .profdata file of an earlier --pgo")?;
+                pgo = Some(Some(PathBuf::from(file)));
+                continue;
+            }
             "--target" => args.next().context("--target needs a target triple")?.as_str(),
             other => {
                 other.strip_prefix("--target=").with_context(|| format!("unknown argument `{other}`"))?
@@ -138,6 +167,9 @@ fn targets(args: &[String]) -> Result<Vec<&'static Target>> {
     if chosen.is_empty() {
         chosen = TARGETS.iter().filter(|t| t.build != Build::Mac).collect();
     }
+    if pgo.is_some() && !chosen.iter().any(|t| t.build == Build::Host) {
+        bail!("--pgo and --profile are for x86_64-unknown-linux-gnu, which is not among the targets");
+    }
     let on_mac = cfg!(target_os = "macos");
     for target in &chosen {
         match target.build {
@@ -148,7 +180,7 @@ fn targets(args: &[String]) -> Result<Vec<&'static Target>> {
             _ => {}
         }
     }
-    Ok(chosen)
+    Ok(Options { targets: chosen, pgo })
 }
 
 /// The release binary for `target`, built (or found up to date) by cargo, named `name` in

@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 mod dist;
 mod fuzz;
 mod hosted;
+mod pgo;
 mod setup;
 mod site;
 #[cfg(test)]
@@ -86,12 +87,15 @@ commands:
            (--check fails instead when one is stale), then every page as HTML and Markdown,
            llms.txt, llms-full.txt, docs.json, sitemap.xml, robots.txt; --serve serves it on
            127.0.0.1 (port 8788 unless told)
-  dist [--target TRIPLE]...
+  dist [--target TRIPLE]... [--pgo | --profile FILE]
            the release artefacts in <target>/dist: stripped release binaries for x86_64- and
            aarch64-unknown-linux-gnu (arm64 with cargo-zigbuild and Zig from PyPI, run with
            --version under qemu-user), capabilities-<version>-<target>.tar.gz for each, the npm
            packages from npm/ (npm pack) and SHA256SUMS, all reproducible; the *-apple-darwin
-           targets are built on a Mac (they need its SDK)
+           targets are built on a Mac (they need its SDK). --pgo optimises the x86_64 binary
+           with a profile of it serving local/benches/serve.mjs (needs Node.js; about three
+           release builds' time), kept in dist/ as a .profdata; --profile FILE uses that file
+           instead of training, for the same binary again
   help     this text
 ";
 
