@@ -59,6 +59,17 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = workspace_root();
     check_npm_versions(&root)?;
     let dist = target_dir().join("dist");
+    // A profile kept by an earlier `--pgo` sits in the folder emptied below: keep it aside.
+    let pgo = match pgo {
+        Some(Some(profile)) if dist.exists() && profile.starts_with(std::fs::canonicalize(&dist)?) => {
+            let aside = target_dir().join("pgo");
+            std::fs::create_dir_all(&aside)?;
+            let aside = aside.join(profile.file_name().context("a profile file")?);
+            std::fs::copy(&profile, &aside).with_context(|| format!("copying {}", profile.display()))?;
+            Some(Some(aside))
+        }
+        other => other,
+    };
     if dist.exists() {
         std::fs::remove_dir_all(&dist).with_context(|| format!("emptying {}", dist.display()))?;
     }
@@ -79,7 +90,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         let binary = match (&pgo, target.build) {
             (Some(profile), Build::Host) => {
                 let (binary, used) = crate::pgo::build(name.as_deref(), profile.as_deref())?;
-                // Kept with the archives: `--profile` with it builds the same binary again.
+                // Kept with the archives: `--profile` builds with it again, without training.
                 let kept = dist.join(format!("capabilities-{VERSION}-{}.profdata", target.triple));
                 std::fs::copy(&used, &kept)?;
                 made.push(kept);
@@ -150,7 +161,9 @@ fn options(args: &[String]) -> Result<Options> {
             }
             "--profile" => {
                 let file = args.next().context("--profile needs the .profdata file of an earlier --pgo")?;
-                pgo = Some(Some(PathBuf::from(file)));
+                let file =
+                    std::fs::canonicalize(file).with_context(|| format!("reading the profile {file}"))?;
+                pgo = Some(Some(file));
                 continue;
             }
             "--target" => args.next().context("--target needs a target triple")?.as_str(),

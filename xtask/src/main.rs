@@ -94,8 +94,8 @@ commands:
            packages from npm/ (npm pack) and SHA256SUMS, all reproducible; the *-apple-darwin
            targets are built on a Mac (they need its SDK). --pgo optimises the x86_64 binary
            with a profile of it serving local/benches/serve.mjs (needs Node.js; about three
-           release builds' time), kept in dist/ as a .profdata; --profile FILE uses that file
-           instead of training, for the same binary again
+           release builds' time), kept in dist/ as a .profdata; --profile FILE builds with that
+           file instead of training
   help     this text
 ";
 

@@ -13,7 +13,7 @@
 //!
 //! The profile counts what one run of the bench did, and the bench is timed, so two trainings
 //! differ a little and so may their binaries. The profile goes into `dist/` with the archives;
-//! `--profile FILE` builds with that file instead of training, which gives the same binary.
+//! `--profile FILE` builds with that file instead of training.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
