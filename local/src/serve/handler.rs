@@ -45,9 +45,9 @@ struct OpenHost {
 
 /// Serves the three tools over one hub. Each call runs on a blocking thread, so the engine's
 /// runtime (which is not `Send`) never meets the server's: over stdio the thread that read the
-/// call, which the server's runtime leaves for the call's length; else one of the pool's. The open hub is kept between calls —
-/// its sources stay connected — and opened again when the configuration on disk changes, so
-/// each call sees the current sources and policy.
+/// call, which the server's runtime leaves for the call's length; else one of the pool's. The
+/// open hub is kept between calls — its sources stay connected — and opened again when the
+/// configuration on disk changes, so each call sees the current sources and policy.
 #[derive(Clone)]
 pub struct HubServer {
     /// The hub's store.
@@ -196,9 +196,8 @@ impl HubServer {
     fn answer_in_place(&self, name: &str, arguments: Value, client: &Client) -> InPlace {
         let records = crate::store::answer_first();
         let work = || self.answer(&*self.host()?, name, arguments);
-        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
-            Err(anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))
-        });
+        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .unwrap_or_else(|_| Err(anyhow::anyhow!(STOPPED)));
         let result = match answered {
             Ok(Answered::Text(result)) => Ok(result),
             Ok(Answered::Run(envelope, shape)) if envelope.status != EnvelopeStatus::AwaitingApproval => {
@@ -282,6 +281,9 @@ impl HubServer {
         })
     }
 }
+
+/// The error of a call whose work panicked before it answered.
+const STOPPED: &str = "the call stopped before answering; see the hub's log on stderr";
 
 /// What answering in place left to do.
 enum InPlace {
@@ -436,7 +438,7 @@ pub(super) async fn on_own_thread<T: Send + 'static>(
         Err(_) => {
             // The work panicked before answering: the task says so.
             let _ = task.await;
-            Err(anyhow::anyhow!("the call stopped before answering; see the hub's log on stderr"))
+            Err(anyhow::anyhow!(STOPPED))
         }
     }
 }
