@@ -19,9 +19,9 @@ pub(super) struct WriteBehind {
     pub(super) journal: PathBuf,
     pub(super) bytes: Vec<u8>,
     pub(super) locks: [RecordLock; 2],
-    /// An empty journal to create beside the record, for a later run (see `runs.rs`): its
-    /// name is made durable by the same directory sync.
-    pub(super) prepare: Option<PathBuf>,
+    /// Whether to create an empty journal beside the record, for a later run (see `runs.rs`):
+    /// its name is made durable by the same directory sync.
+    pub(super) prepare: bool,
 }
 
 /// Records the writer threads could not put in place, with the reason, until they are saved
@@ -181,6 +181,7 @@ fn hand_over_or_write(write: WriteBehind) -> Result<(), StoreError> {
 
 fn put_in_place(write: WriteBehind) {
     let WriteBehind { path, journal, bytes, locks, prepare } = write;
+    let prepare = prepare.then(|| super::runs::new_journal_beside(&journal)).flatten();
     let companions: Vec<&Path> =
         [Some(journal.as_path()), prepare.as_deref()].into_iter().flatten().collect();
     let written = write_record(&path, &bytes, &companions);

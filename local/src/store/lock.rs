@@ -101,7 +101,7 @@ impl Store {
             if exclusive { file.lock() } else { file.lock_shared() }.map_err(|e| io_error(&path, e))?;
             file
         };
-        lock_range(&file, RUN_LOCKS_AT + which as i64, exclusive).map_err(|e| io_error(&path, e))?;
+        lock_range(&file, RUN_LOCKS_AT + which as i64, 1, exclusive).map_err(|e| io_error(&path, e))?;
         Ok(Some(RecordLock {
             _file: Some(file),
             journal: cfg!(any(target_os = "linux", target_os = "android")),
@@ -115,17 +115,18 @@ impl Store {
     }
 }
 
-/// Waits for and takes a lock on one byte of `file` at `offset`, held by this open file
-/// description until it is closed (so two opens in one process exclude each other too).
+/// Waits for and takes a lock on `len` bytes of `file` from `offset`, all at once, held by this
+/// open file description until it is closed (so two opens in one process exclude each other
+/// too).
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn lock_range(file: &File, offset: i64, exclusive: bool) -> std::io::Result<()> {
+fn lock_range(file: &File, offset: i64, len: i64, exclusive: bool) -> std::io::Result<()> {
     use nix::fcntl::{FcntlArg, fcntl};
     use nix::libc;
     let range = libc::flock {
         l_type: if exclusive { libc::F_WRLCK } else { libc::F_RDLCK } as libc::c_short,
         l_whence: libc::SEEK_SET as libc::c_short,
         l_start: offset,
-        l_len: 1,
+        l_len: len,
         l_pid: 0,
     };
     loop {
@@ -140,7 +141,7 @@ fn lock_range(file: &File, offset: i64, exclusive: bool) -> std::io::Result<()> 
 /// Elsewhere (macOS has no open file description locks), one lock file per range beside the
 /// journal, locked whole.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn lock_range(_file: &File, _offset: i64, _exclusive: bool) -> std::io::Result<()> {
+fn lock_range(_file: &File, _offset: i64, _len: i64, _exclusive: bool) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -165,13 +166,14 @@ impl RecordLock {
         if self.journal { self._file.as_ref() } else { None }
     }
 
-    /// Takes run lock `which` too, exclusive, as another range of the journal this lock holds
-    /// open, let go with this one; `false` (nothing taken) where this lock is not a range of it.
-    pub(super) fn also(&self, which: RunLock) -> std::io::Result<bool> {
+    /// Takes run locks `first` through `last` too, exclusive and in one go, as other ranges of
+    /// the journal this lock holds open, let go with this one; `false` (nothing taken) where
+    /// this lock is not a range of it.
+    pub(super) fn also(&self, first: RunLock, last: RunLock) -> std::io::Result<bool> {
         let Some(file) = self.journal() else { return Ok(false) };
         // A record this thread holds back may hold the lock it is about to wait for.
         super::behind::release_held();
-        lock_range(file, RUN_LOCKS_AT + which as i64, true)?;
+        lock_range(file, RUN_LOCKS_AT + first as i64, last as i64 - first as i64 + 1, true)?;
         Ok(true)
     }
 
@@ -181,7 +183,7 @@ impl RecordLock {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub(super) fn prepared(path: &std::path::Path) -> Option<RecordLock> {
         let file = OpenOptions::new().read(true).write(true).open(path).ok()?;
-        lock_range(&file, RUN_LOCKS_AT + RunLock::Journal as i64, true).ok()?;
+        lock_range(&file, RUN_LOCKS_AT + RunLock::Journal as i64, 1, true).ok()?;
         Some(RecordLock { _file: Some(file), journal: true })
     }
 

@@ -25,7 +25,7 @@ impl Store {
     }
 
     pub(super) fn journal_path(&self, id: &str) -> Result<PathBuf, StoreError> {
-        self.run_file(id, ".journal.jsonl")
+        self.run_file(id, JOURNAL_SUFFIX)
     }
 
     /// `runs/<id><suffix>` under the store, built as one string: a run asks for these paths a
@@ -60,8 +60,14 @@ impl Store {
         // journal it kept open holds the record's lock too (another range of it), and then the
         // lock for the writer threads: no other open is needed.
         let kept = if run.status == RunStatus::Running { None } else { take_kept(&journal) };
+        // A record likely left to the writer threads takes their lock with its own, in one
+        // system call (the ranges are next to each other; readers only wait on it a little
+        // sooner).
+        use super::lock::RunLock::{Record, Written};
+        let through =
+            if self.write_behind && run.status != RunStatus::AwaitingInput { Written } else { Record };
         let on_kept = match &kept {
-            Some(kept) => kept.lock_too(super::lock::RunLock::Record)?,
+            Some(kept) => kept.lock_too(Record, through)?,
             None => false,
         };
         let lock = if on_kept { RecordLock::none() } else { self.lock(&run.id)? };
@@ -87,12 +93,14 @@ impl Store {
         if self.write_behind && behind {
             let locks = match kept.filter(|_| on_kept) {
                 Some(kept) => {
-                    kept.lock_too(super::lock::RunLock::Written)?;
+                    if matches!(through, Record) {
+                        kept.lock_too(Written, Written)?;
+                    }
                     [kept.lock, lock]
                 }
                 None => [lock, self.written_lock(&run.id, true)?],
             };
-            let prepare = prepared_wanted(&journal).then(|| self.new_journal_path()).flatten();
+            let prepare = prepared_wanted(&journal);
             return write_behind(WriteBehind { path, journal, bytes, locks, prepare });
         }
         write_record(&path, &bytes, &[&journal])
@@ -157,12 +165,6 @@ impl Store {
         serde_json::from_slice::<OwnedStartLine>(&first)
             .map(|line| Some(line.record))
             .map_err(|e| StoreError::Corrupt(format!("runs/{id}.journal.jsonl line 1"), e.to_string()))
-    }
-
-    /// A journal path for a run id not used yet, to be prepared for a later run.
-    fn new_journal_path(&self) -> Option<PathBuf> {
-        let bytes: [u8; 8] = random_bytes().ok()?;
-        self.journal_path(&RunId::from_bytes(bytes)).ok()
     }
 
     pub fn append_journal_sync(&self, id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
@@ -256,7 +258,7 @@ impl Store {
             .flatten()
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                let id = match name.strip_suffix(".journal.jsonl") {
+                let id = match name.strip_suffix(JOURNAL_SUFFIX) {
                     Some(id)
                         if !runs_dir.join(format!("{id}.json")).exists() && started_in_journal(&e.path()) =>
                     {
@@ -346,6 +348,16 @@ fn prepared_wanted(journal: &Path) -> bool {
     })
 }
 
+/// What a run's journal's name ends with, after the run's id.
+const JOURNAL_SUFFIX: &str = ".journal.jsonl";
+
+/// A journal beside `journal` for a run id not used yet, to be prepared for a later run: drawn
+/// by the writer threads, not on the way to an answer.
+pub(super) fn new_journal_beside(journal: &Path) -> Option<PathBuf> {
+    let bytes: [u8; 8] = random_bytes().ok()?;
+    Some(journal.with_file_name(format!("{}{JOURNAL_SUFFIX}", RunId::from_bytes(bytes))))
+}
+
 /// Keeps a journal the writer threads created and made durable, for a later run, open with its
 /// append lock already taken: the run it goes to opens and locks nothing for its first lines.
 pub(super) fn keep_prepared(journal: PathBuf) {
@@ -423,10 +435,10 @@ impl Kept {
         Ok(kept)
     }
 
-    /// Takes run lock `which` (exclusive) on this open journal too; `false` where locks are not
-    /// ranges of the journal, and nothing was taken.
-    fn lock_too(&self, which: super::lock::RunLock) -> Result<bool, StoreError> {
-        self.lock.also(which).map_err(|e| io_error(&self.path, e))
+    /// Takes run locks `first` through `last` (exclusive, in one go) on this open journal too;
+    /// `false` where locks are not ranges of the journal, and nothing was taken.
+    fn lock_too(&self, first: super::lock::RunLock, last: super::lock::RunLock) -> Result<bool, StoreError> {
+        self.lock.also(first, last).map_err(|e| io_error(&self.path, e))
     }
 
     fn file(&self) -> &File {
@@ -591,7 +603,7 @@ impl RunStore for Store {
         }
         let (journal, lock) = take_prepared(&self.root.join("runs"))?;
         let name = journal.file_name()?.to_str()?;
-        let id = RunId::parse(name.strip_suffix(".journal.jsonl")?)?;
+        let id = RunId::parse(name.strip_suffix(JOURNAL_SUFFIX)?)?;
         // Its first append takes the journal as it is held open, unless the name is gone
         // (pruned meanwhile): then the record is written as a file, as without a prepared one.
         if let Some(kept) = lock.and_then(|lock| Kept::new(&journal, lock).ok()).filter(|kept| kept.linked) {
