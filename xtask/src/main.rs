@@ -93,9 +93,10 @@ commands:
            --version under qemu-user), capabilities-<version>-<target>.tar.gz for each, the npm
            packages from npm/ (npm pack) and SHA256SUMS, all reproducible; the *-apple-darwin
            targets are built on a Mac (they need its SDK). --pgo optimises the x86_64 binary
-           with a profile of it serving local/benches/serve.mjs (needs Node.js; about three
-           release builds' time), kept in dist/ as a .profdata; --profile FILE builds with that
-           file instead of training
+           with profiles of it serving local/benches/serve.mjs: LLVM's PGO, then BOLT (needs
+           Node.js and llvm-bolt: Debian's bolt-19, installed as root, or LLVM_BOLT=path; about
+           three release builds' time); the PGO profile is kept in dist/ as a .profdata, and
+           --profile FILE builds with that file instead of training it
   help     this text
 ";
 

@@ -1,7 +1,9 @@
-//! The x86-64 release binary optimised with a profile of itself at work (`cargo xtask dist
-//! --pgo`). LLVM lays out and inlines the code by how often each branch ran: a hub answers each
-//! call after seconds idle, on cold caches, where that layout is worth about a tenth of a served
-//! `execute` (ab.mjs, 300 rounds, both stores).
+//! The x86-64 release binary optimised with profiles of itself at work (`cargo xtask dist
+//! --pgo`), in two stages. A hub answers each call after seconds idle, on cold caches, where
+//! the layout of the code matters: each stage took about a tenth off a served `execute`
+//! (ab.mjs, 300 rounds, both stores).
+//!
+//! LLVM's profile-guided optimisation lays out and inlines our Rust by how often each branch ran:
 //!
 //! 1. An instrumented build, in a target directory of its own (`<target>/pgo/instrumented`):
 //!    its flags differ from the release build's, and sharing one directory would rebuild both
@@ -9,11 +11,17 @@
 //! 2. That binary serves `local/benches/serve.mjs`: start, `initialize`, `tools/list`,
 //!    `execute` over stdio and HTTP with a real upstream, direct mode, large listings.
 //! 3. `llvm-profdata merge` (rustup's `llvm-tools`, added when missing), then the release build
-//!    for `--target x86_64-unknown-linux-gnu` with `-Cprofile-use`.
+//!    for `--target x86_64-unknown-linux-gnu` with `-Cprofile-use`, linked with its relocations
+//!    kept for the next stage.
 //!
-//! The profile counts what one run of the bench did, and the bench is timed, so two trainings
-//! differ a little and so may their binaries. The profile goes into `dist/` with the archives;
-//! `--profile FILE` builds with that file instead of training.
+//! BOLT then lays out the linked binary again, QuickJS's C code included, which the first stage
+//! cannot see: `llvm-bolt -instrument`, the same bench on that binary, `merge-fdata`, and
+//! `llvm-bolt` with the profile. Its profile fits only the binary it was taken from, so it is
+//! taken afresh each time.
+//!
+//! The profiles count what one run of the bench did, and the bench is timed, so two trainings
+//! differ a little and so may their binaries. The first stage's profile goes into `dist/` with
+//! the archives; `--profile FILE` builds with that file instead of training.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,6 +40,9 @@ const TRAINING_ROUNDS: &str = "40";
 /// Returns the binary and the profile it was built with.
 pub(crate) fn build(name: Option<&str>, profile: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
     let work = target_dir().join("pgo");
+    // Both stages train on the bench, and the second needs BOLT: checked before any build.
+    ensure_node_packages()?;
+    let bolt = bolt_tools()?;
     let merged = match profile {
         Some(profile) => {
             profile.metadata().with_context(|| format!("reading the profile {}", profile.display()))?;
@@ -41,17 +52,108 @@ pub(crate) fn build(name: Option<&str>, profile: Option<&Path>) -> Result<(PathB
     };
     let merged = std::fs::canonicalize(&merged)?;
     let mut release = cargo(&["build", "--release", "--locked", "-p", "capabilities", "--target", TRIPLE]);
-    release.env("RUSTFLAGS", rustflags(&format!("-Cprofile-use={}", merged.display())));
+    // BOLT moves code only in a binary that kept its relocations.
+    let flags = format!("-Cprofile-use={} -Clink-args=-Wl,--emit-relocs", merged.display());
+    release.env("RUSTFLAGS", rustflags(&flags));
     if let Some(name) = name {
         release.env("CAPABILITIES_BUILD", name);
     }
     step("release build with the profile (x86_64)", release)?;
-    Ok((target_dir().join(TRIPLE).join("release/capabilities"), merged))
+    let binary =
+        bolt.optimise(&target_dir().join(TRIPLE).join("release/capabilities"), &work.join("bolt"))?;
+    Ok((binary, merged))
+}
+
+/// The bench served by `binary`, an instrumented build (`what`), for its profile.
+fn serve_bench(binary: &Path, what: &str) -> Result<()> {
+    let mut bench = Command::new("node");
+    bench.arg("local/benches/serve.mjs").arg(binary).arg(TRAINING_ROUNDS);
+    bench.stdout(std::process::Stdio::null());
+    step(&format!("training: serve.mjs on the {what}"), bench)
+}
+
+/// BOLT's programs.
+struct Bolt {
+    bolt: PathBuf,
+    merge: PathBuf,
+}
+
+/// Where Debian's `bolt-19` package puts llvm-bolt, `merge-fdata` beside it.
+const DEBIAN_BOLT: &str = "/usr/lib/llvm-19/bin/llvm-bolt";
+
+/// QuickJS's interpreter loop jumps through a table of labels that BOLT cannot map, so it stays
+/// as the compiler laid it out.
+const BOLT_SKIP: &str = "--skip-funcs=JS_CallInternal.*";
+
+/// `LLVM_BOLT` names llvm-bolt, with `merge-fdata` beside it; else Debian's `bolt-19`, installed
+/// when missing.
+fn bolt_tools() -> Result<Bolt> {
+    let bolt = match std::env::var_os("LLVM_BOLT") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            crate::setup::ensure_debian(&[(DEBIAN_BOLT, "bolt-19")])
+                .context("--pgo needs llvm-bolt: install Debian's bolt-19, or set LLVM_BOLT to it")?;
+            PathBuf::from(DEBIAN_BOLT)
+        }
+    };
+    let merge = bolt.with_file_name("merge-fdata");
+    for tool in [&bolt, &merge] {
+        if !tool.is_file() {
+            bail!("{} is missing: --pgo needs llvm-bolt and merge-fdata side by side", tool.display());
+        }
+    }
+    Ok(Bolt { bolt, merge })
+}
+
+impl Bolt {
+    /// `binary` laid out again by BOLT with a profile of it serving the bench, written to
+    /// `work/capabilities`.
+    fn optimise(&self, binary: &Path, work: &Path) -> Result<PathBuf> {
+        let raw = work.join("raw");
+        if raw.exists() {
+            std::fs::remove_dir_all(&raw).with_context(|| format!("emptying {}", raw.display()))?;
+        }
+        std::fs::create_dir_all(&raw)?;
+        let instrumented = work.join("capabilities-instrumented");
+        let mut instrument = Command::new(&self.bolt);
+        instrument
+            .arg(binary)
+            .arg("-instrument")
+            .arg("-o")
+            .arg(&instrumented)
+            // Each process the bench starts writes its own profile when it exits.
+            .arg(format!("--instrumentation-file={}", raw.join("capabilities").display()))
+            .arg("--instrumentation-file-append-pid")
+            .arg(BOLT_SKIP);
+        step("llvm-bolt -instrument", instrument)?;
+        serve_bench(&instrumented, "BOLT-instrumented build")?;
+        let profiles: Vec<PathBuf> = std::fs::read_dir(&raw)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "fdata"))
+            .collect();
+        if profiles.is_empty() {
+            bail!("the BOLT-instrumented build wrote no profile into {}", raw.display());
+        }
+        let merged = work.join("capabilities.fdata");
+        let mut merge = Command::new(&self.merge);
+        merge.args(&profiles).stdout(std::fs::File::create(&merged)?);
+        step("merge-fdata", merge)?;
+        let optimised = work.join("capabilities");
+        let mut optimise = Command::new(&self.bolt);
+        optimise
+            .arg(binary)
+            .arg("-o")
+            .arg(&optimised)
+            .arg(format!("-data={}", merged.display()))
+            .args(["-reorder-blocks=ext-tsp", "-reorder-functions=cdsort", "-split-functions"])
+            .args(["-split-all-cold", "-split-eh", "-icf=1", "-use-gnu-stack", BOLT_SKIP]);
+        step("llvm-bolt with the profile", optimise)?;
+        Ok(optimised)
+    }
 }
 
 /// The instrumented build, served the bench; the merged profile's path.
 fn train(work: &Path, name: Option<&str>) -> Result<PathBuf> {
-    ensure_node_packages()?;
     let raw = work.join("raw");
     if raw.exists() {
         std::fs::remove_dir_all(&raw).with_context(|| format!("emptying {}", raw.display()))?;
@@ -65,13 +167,7 @@ fn train(work: &Path, name: Option<&str>) -> Result<PathBuf> {
         instrumented.env("CAPABILITIES_BUILD", name);
     }
     step("instrumented build (x86_64)", instrumented)?;
-    let mut bench = Command::new("node");
-    bench
-        .arg("local/benches/serve.mjs")
-        .arg(instrumented_dir.join("release/capabilities"))
-        .arg(TRAINING_ROUNDS);
-    bench.stdout(std::process::Stdio::null());
-    step("training: serve.mjs on the instrumented build", bench)?;
+    serve_bench(&instrumented_dir.join("release/capabilities"), "instrumented build")?;
     let raws: Vec<PathBuf> = std::fs::read_dir(&raw)?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "profraw"))
