@@ -109,11 +109,7 @@ impl Bolt {
     /// `binary` laid out again by BOLT with a profile of it serving the bench, written to
     /// `work/capabilities`.
     fn optimise(&self, binary: &Path, work: &Path) -> Result<PathBuf> {
-        let raw = work.join("raw");
-        if raw.exists() {
-            std::fs::remove_dir_all(&raw).with_context(|| format!("emptying {}", raw.display()))?;
-        }
-        std::fs::create_dir_all(&raw)?;
+        let raw = emptied(&work.join("raw"))?;
         let instrumented = work.join("capabilities-instrumented");
         let mut instrument = Command::new(&self.bolt);
         instrument
@@ -127,13 +123,7 @@ impl Bolt {
             .arg(BOLT_SKIP);
         step("llvm-bolt -instrument", instrument)?;
         serve_bench(&instrumented, "BOLT-instrumented build")?;
-        let profiles: Vec<PathBuf> = std::fs::read_dir(&raw)?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| path.extension().is_some_and(|ext| ext == "fdata"))
-            .collect();
-        if profiles.is_empty() {
-            bail!("the BOLT-instrumented build wrote no profile into {}", raw.display());
-        }
+        let profiles = written(&raw, "fdata", "the BOLT-instrumented build")?;
         let merged = work.join("capabilities.fdata");
         let mut merge = Command::new(&self.merge);
         merge.args(&profiles).stdout(std::fs::File::create(&merged)?);
@@ -154,11 +144,7 @@ impl Bolt {
 
 /// The instrumented build, served the bench; the merged profile's path.
 fn train(work: &Path, name: Option<&str>) -> Result<PathBuf> {
-    let raw = work.join("raw");
-    if raw.exists() {
-        std::fs::remove_dir_all(&raw).with_context(|| format!("emptying {}", raw.display()))?;
-    }
-    std::fs::create_dir_all(&raw)?;
+    let raw = emptied(&work.join("raw"))?;
     let instrumented_dir = work.join("instrumented");
     let mut instrumented = cargo(&["build", "--release", "--locked", "-p", "capabilities"]);
     instrumented.env("CARGO_TARGET_DIR", &instrumented_dir);
@@ -168,18 +154,33 @@ fn train(work: &Path, name: Option<&str>) -> Result<PathBuf> {
     }
     step("instrumented build (x86_64)", instrumented)?;
     serve_bench(&instrumented_dir.join("release/capabilities"), "instrumented build")?;
-    let raws: Vec<PathBuf> = std::fs::read_dir(&raw)?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "profraw"))
-        .collect();
-    if raws.is_empty() {
-        bail!("the instrumented build wrote no profile into {}", raw.display());
-    }
+    let raws = written(&raw, "profraw", "the instrumented build")?;
     let merged = work.join("capabilities.profdata");
     let mut merge = Command::new(llvm_profdata()?);
     merge.arg("merge").arg("-o").arg(&merged).args(&raws);
     step("llvm-profdata merge", merge)?;
     Ok(merged)
+}
+
+/// `dir`, made empty (for the profiles of one training).
+fn emptied(dir: &Path) -> Result<PathBuf> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("emptying {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir)?;
+    Ok(dir.to_owned())
+}
+
+/// The `.<extension>` profiles `who` wrote into `dir`; an error when there are none.
+fn written(dir: &Path, extension: &str, who: &str) -> Result<Vec<PathBuf>> {
+    let profiles: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == extension))
+        .collect();
+    if profiles.is_empty() {
+        bail!("{who} wrote no profile into {}", dir.display());
+    }
+    Ok(profiles)
 }
 
 /// `flag` after whatever `RUSTFLAGS` already holds.
