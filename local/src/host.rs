@@ -258,16 +258,12 @@ impl Host {
             profile: &self.profile,
         };
         let _kept = crate::store::keep_journal_open();
-        // The runtime is this thread's for as long as it lives: it can keep servers' stdout
-        // registered from one run to the next.
-        let report = crate::upstream::keep_watches(|| {
-            runtime.block_on(async {
-                match op {
-                    Op::Execute(code) => engine.execute(code).await,
-                    Op::Resume(id) => engine.resume(id).await,
-                    Op::Cancel(id) => engine.cancel(id).await,
-                }
-            })
+        let report = runtime.block_on(async {
+            match op {
+                Op::Execute(code) => engine.execute(code).await,
+                Op::Resume(id) => engine.resume(id).await,
+                Op::Cancel(id) => engine.cancel(id).await,
+            }
         });
         Ok(Envelope::render(report, &limits, &self.surface.words))
     }

@@ -38,7 +38,6 @@ pub use http::check_url;
 pub use isolation::{Isolation, MISSING_BWRAP, find_bwrap};
 pub use pool::{HealthState, PoolOptions, SourceHealth, SourcePool};
 pub use pooled::PooledUpstream;
-pub(crate) use stdout::keep_watches;
 
 /// How to reach one source. Stored as JSON, one file per namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

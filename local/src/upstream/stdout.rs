@@ -13,12 +13,11 @@
 //! pump only forwards what it queues. When the run thread stops, it tells the pump, which then
 //! reads whatever came meanwhile: nothing waits for a wake-up that went to the other thread.
 
-use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::io::Interest;
@@ -40,34 +39,6 @@ const BATCH: usize = 1024 * 1024;
 /// A run thread stops reading once this many lines wait for the pump: they wait for the rmcp
 /// client, and the pump's slower pace then holds the server back, as a full pipe does.
 const MAX_QUEUED: usize = 256;
-
-/// Most servers' stdout a run thread keeps registered with its runtime at once.
-const MAX_KEPT_WATCHES: usize = 8;
-
-/// A server's stdout (gone once its connection is) and its readiness on a run thread's runtime.
-type KeptWatch = (Weak<Stdout>, Arc<AsyncFd<OwnedFd>>);
-
-thread_local! {
-    /// Set while this thread drives the runtime it keeps for its runs ([`keep_watches`]).
-    static KEEPING: Cell<bool> = const { Cell::new(false) };
-    /// Servers' stdout registered with that runtime, oldest first.
-    static KEPT: RefCell<Vec<KeptWatch>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs `drive`, in which this thread drives a runtime that lives as long as the thread (a run
-/// thread's own): a server's stdout registered with that runtime for one call stays registered
-/// for the next. Registering a duplicate of the pipe for each call and dropping it afterwards
-/// took four system calls, two of them between the server's answer and the client's.
-pub(crate) fn keep_watches<T>(drive: impl FnOnce() -> T) -> T {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            KEEPING.set(self.0);
-        }
-    }
-    let _restore = Restore(KEEPING.replace(true));
-    drive()
-}
 
 /// A line for the rmcp client: the message parsed, and its text.
 pub(super) struct ForClient {
@@ -264,37 +235,14 @@ impl Stdout {
 
     /// The lane's side: waits for `answered`, reading stdout on this thread while no one else
     /// does. `None` when the slot was dropped (stdout ended).
-    pub(super) async fn answer(self: &Arc<Self>, answered: &mut oneshot::Receiver<Value>) -> Option<Value> {
-        if let Some(reader) = Taken::take(self)
-            && let Some(watch) = self.watch_here()
-        {
-            if let Some(answer) = reader.read_until(&watch, answered).await {
+    pub(super) async fn answer(&self, answered: &mut oneshot::Receiver<Value>) -> Option<Value> {
+        if let Some(reader) = Taken::take(self) {
+            if let Some(answer) = reader.read_until(answered).await {
                 return Some(answer);
             }
             // Dropped here: the pump reads again.
         }
         answered.await.ok()
-    }
-
-    /// Readiness of stdout on the current runtime: the one kept for this thread's runtime
-    /// while it keeps them ([`keep_watches`]), else a new one.
-    fn watch_here(self: &Arc<Self>) -> Option<Arc<AsyncFd<OwnedFd>>> {
-        if !KEEPING.get() {
-            return self.watch().ok().map(Arc::new);
-        }
-        KEPT.with_borrow_mut(|kept| {
-            // Servers that stopped let go of their pipe here too.
-            kept.retain(|(stdout, _)| stdout.strong_count() > 0);
-            if let Some((_, watch)) = kept.iter().find(|(stdout, _)| stdout.as_ptr() == Arc::as_ptr(self)) {
-                return Some(Arc::clone(watch));
-            }
-            let watch = Arc::new(self.watch().ok()?);
-            if kept.len() >= MAX_KEPT_WATCHES {
-                kept.remove(0);
-            }
-            kept.push((Arc::downgrade(self), Arc::clone(&watch)));
-            Some(watch)
-        })
     }
 }
 
@@ -311,16 +259,11 @@ impl<'a> Taken<'a> {
             .then_some(Taken(stdout))
     }
 
-    /// Reads until `answered` holds the answer, `watch` saying when stdout can be read; `None`
-    /// to leave the reading to the pump (stdout ended or failed, or lines pile up for the
-    /// client). A kept `watch` may say so from before, when the pump read: that read finds
-    /// nothing and the wait goes on.
-    async fn read_until(
-        &self,
-        watch: &AsyncFd<OwnedFd>,
-        answered: &mut oneshot::Receiver<Value>,
-    ) -> Option<Value> {
+    /// Reads until `answered` holds the answer; `None` to leave the reading to the pump
+    /// (stdout ended or failed, or lines pile up for the client).
+    async fn read_until(&self, answered: &mut oneshot::Receiver<Value>) -> Option<Value> {
         let stdout = self.0;
+        let watch = stdout.watch().ok()?;
         loop {
             match answered.try_recv() {
                 Ok(answer) => {
@@ -530,8 +473,8 @@ mod tests {
         assert_eq!(server.forwarded.recv_timeout(Duration::from_secs(5)).unwrap()["id"], 9);
     }
 
-    /// Calls from two run threads (one keeping its registration of stdout), each answer
-    /// written with a line for the client around it, in many rounds: every answer reaches its call, every other line the client, in order,
+    /// Calls from two run threads, each answer written with a line for the client around it,
+    /// in many rounds: every answer reaches its call, every other line the client, in order,
     /// whoever read it. A wake-up lost between the pump and a run thread hangs a call, which
     /// the timeout turns into a failure.
     #[test]
@@ -558,12 +501,8 @@ mod tests {
                             writes.write_all(text.as_bytes()).unwrap();
                             tokio::time::timeout(Duration::from_secs(10), stdout.answer(&mut answered)).await
                         };
-                        // One thread keeps its registration from call to call, the other not.
-                        let answer = match thread {
-                            0 => keep_watches(|| runtime.block_on(asked)),
-                            _ => runtime.block_on(asked),
-                        };
-                        assert_eq!(answer.expect("an answer was lost").unwrap()["result"], round);
+                        let answer = runtime.block_on(asked).expect("an answer was lost").unwrap();
+                        assert_eq!(answer["result"], round);
                     }
                 })
             })
@@ -587,57 +526,6 @@ mod tests {
             next[thread] += 1;
         }
         assert_eq!(next, [rounds, rounds]);
-    }
-
-    /// The answer to call `id`, written by another thread once this one may wait for it.
-    fn answered_later(server: &Server, runtime: &tokio::runtime::Runtime, id: &str) -> Value {
-        let mut answered = server.waiting.slot(id);
-        let mut writes = server.writes.try_clone().unwrap();
-        let text = format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"result\":{{}}}}\n");
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            writes.write_all(text.as_bytes()).unwrap();
-        });
-        let answer = runtime
-            .block_on(async {
-                tokio::time::timeout(Duration::from_secs(10), server.stdout.answer(&mut answered)).await
-            })
-            .expect("an answer was lost")
-            .unwrap();
-        writer.join().unwrap();
-        answer
-    }
-
-    /// A run thread's own runtime keeps a server's stdout registered from one call to the
-    /// next, though the pump read lines for the client in between (the kept readiness is then
-    /// stale), and lets go of it once the server is gone.
-    #[test]
-    fn a_run_thread_keeps_stdout_registered_from_one_call_to_the_next() {
-        let mut server = server();
-        let runtime = run_thread();
-        keep_watches(|| {
-            for round in 0..3 {
-                server.writes.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"between\"}\n").unwrap();
-                let line = server.forwarded.recv_timeout(Duration::from_secs(5)).unwrap();
-                assert_eq!(line["method"], "between");
-                let id = format!("lane-{round}");
-                assert_eq!(answered_later(&server, &runtime, &id)["id"], id.as_str());
-            }
-        });
-        assert_eq!(server.stdout.read_by_waiter.load(Ordering::Relaxed), 3);
-        assert_eq!(KEPT.with_borrow(Vec::len), 1, "one registration for three calls");
-        // Outside a kept runtime nothing is kept.
-        assert_eq!(answered_later(&server, &run_thread(), "lane-9")["id"], "lane-9");
-        assert_eq!(KEPT.with_borrow(Vec::len), 1);
-
-        // The first server ends; the next call, to another, lets go of its pipe.
-        let Server { stdout, writes, _pumps, .. } = server;
-        drop((writes, _pumps, stdout));
-        let other = self::server();
-        keep_watches(|| assert_eq!(answered_later(&other, &runtime, "lane-0")["id"], "lane-0"));
-        let kept =
-            KEPT.with_borrow(|kept| kept.iter().map(|(stdout, _)| stdout.as_ptr()).collect::<Vec<_>>());
-        assert_eq!(kept, vec![Arc::as_ptr(&other.stdout)]);
     }
 
     #[test]
