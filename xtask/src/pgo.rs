@@ -36,13 +36,17 @@ const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 /// Rounds of the bench the instrumented binary serves: enough for every path to count.
 const TRAINING_ROUNDS: &str = "40";
 
-/// Builds the optimised binary; `profile` is a merged profile to use instead of training.
-/// Returns the binary and the profile it was built with.
-pub(crate) fn build(name: Option<&str>, profile: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
-    let work = target_dir().join("pgo");
-    // Both stages train on the bench, and the second needs BOLT: checked before any build.
+/// What both stages need besides cargo: the bench's npm packages (both train on it) and BOLT.
+/// `dist` asks for it before it empties anything or builds.
+pub(crate) fn tools() -> Result<Bolt> {
     ensure_node_packages()?;
-    let bolt = bolt_tools()?;
+    bolt_tools()
+}
+
+/// Builds the optimised binary with `bolt` ([`tools`]); `profile` is a merged profile to use
+/// instead of training. Returns the binary and the profile it was built with.
+pub(crate) fn build(bolt: &Bolt, name: Option<&str>, profile: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
+    let work = target_dir().join("pgo");
     let merged = match profile {
         Some(profile) => {
             profile.metadata().with_context(|| format!("reading the profile {}", profile.display()))?;
@@ -73,7 +77,7 @@ fn serve_bench(binary: &Path, what: &str) -> Result<()> {
 }
 
 /// BOLT's programs.
-struct Bolt {
+pub(crate) struct Bolt {
     bolt: PathBuf,
     merge: PathBuf,
 }
