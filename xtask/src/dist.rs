@@ -59,7 +59,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = workspace_root();
     check_npm_versions(&root)?;
     // Checked before the folder is emptied below: a missing tool loses nothing.
-    let bolt = pgo.is_some().then(crate::pgo::tools).transpose()?;
+    let tools = pgo.as_ref().map(|profile| crate::pgo::tools(profile.is_none())).transpose()?;
     let dist = target_dir().join("dist");
     // A profile kept by an earlier `--pgo` sits in the folder emptied below: keep it aside.
     let pgo = match pgo {
@@ -89,9 +89,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let strip = strip_tool()?;
     let mut made = Vec::new();
     for target in &chosen {
-        let binary = match (&pgo, &bolt, target.build) {
-            (Some(profile), Some(bolt), Build::Host) => {
-                let (binary, used) = crate::pgo::build(bolt, name.as_deref(), profile.as_deref())?;
+        let binary = match (&pgo, &tools, target.build) {
+            (Some(profile), Some(tools), Build::Host) => {
+                let (binary, used) = crate::pgo::build(tools, name.as_deref(), profile.as_deref())?;
                 // Kept with the archives: `--profile` builds with it again, without training.
                 let kept = dist.join(format!("capabilities-{VERSION}-{}.profdata", target.triple));
                 std::fs::copy(&used, &kept)?;

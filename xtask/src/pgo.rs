@@ -36,25 +36,34 @@ const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 /// Rounds of the bench the instrumented binary serves: enough for every path to count.
 const TRAINING_ROUNDS: &str = "40";
 
-/// What both stages need besides cargo: the bench's npm packages (both train on it) and BOLT.
-/// `dist` asks for it before it empties anything or builds.
-pub(crate) fn tools() -> Result<Bolt> {
-    ensure_node_packages()?;
-    bolt_tools()
+/// What the stages need besides cargo, found (or installed) before any build.
+pub(crate) struct Tools {
+    bolt: Bolt,
+    /// `llvm-profdata`, when a PGO profile is to be trained rather than given.
+    profdata: Option<PathBuf>,
 }
 
-/// Builds the optimised binary with `bolt` ([`tools`]); `profile` is a merged profile to use
-/// instead of training. Returns the binary and the profile it was built with.
-pub(crate) fn build(bolt: &Bolt, name: Option<&str>, profile: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
+/// The bench's npm packages (both stages train on it), BOLT, and with `training` rustup's
+/// `llvm-profdata`. `dist` asks for them before it empties anything or builds: a missing tool
+/// fails in seconds, not after a fifteen-minute instrumented build.
+pub(crate) fn tools(training: bool) -> Result<Tools> {
+    ensure_node_packages()?;
+    let bolt = bolt_tools()?;
+    let profdata = if training { Some(llvm_profdata()?) } else { None };
+    Ok(Tools { bolt, profdata })
+}
+
+/// Builds the optimised binary with `tools`; `profile` is a merged profile to use instead of
+/// training. Returns the binary and the profile it was built with.
+pub(crate) fn build(tools: &Tools, name: Option<&str>, profile: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
     let work = target_dir().join("pgo");
-    let merged = match profile {
-        Some(profile) => {
-            profile.metadata().with_context(|| format!("reading the profile {}", profile.display()))?;
-            profile.to_owned()
-        }
-        None => train(&work, name)?,
+    let merged = match (profile, &tools.profdata) {
+        (Some(profile), _) => profile.to_owned(),
+        (None, Some(profdata)) => train(&work, name, profdata)?,
+        (None, None) => bail!("training a profile needs llvm-profdata: ask `pgo::tools` for it"),
     };
-    let merged = std::fs::canonicalize(&merged)?;
+    let merged = std::fs::canonicalize(&merged)
+        .with_context(|| format!("reading the profile {}", merged.display()))?;
     let mut release = cargo(&["build", "--release", "--locked", "-p", "capabilities", "--target", TRIPLE]);
     // BOLT moves code only in a binary that kept its relocations.
     let flags = format!("-Cprofile-use={} -Clink-args=-Wl,--emit-relocs", merged.display());
@@ -64,7 +73,7 @@ pub(crate) fn build(bolt: &Bolt, name: Option<&str>, profile: Option<&Path>) -> 
     }
     step("release build with the profile (x86_64)", release)?;
     let binary =
-        bolt.optimise(&target_dir().join(TRIPLE).join("release/capabilities"), &work.join("bolt"))?;
+        tools.bolt.optimise(&target_dir().join(TRIPLE).join("release/capabilities"), &work.join("bolt"))?;
     Ok((binary, merged))
 }
 
@@ -77,7 +86,7 @@ fn serve_bench(binary: &Path, what: &str) -> Result<()> {
 }
 
 /// BOLT's programs.
-pub(crate) struct Bolt {
+struct Bolt {
     bolt: PathBuf,
     merge: PathBuf,
 }
@@ -146,8 +155,9 @@ impl Bolt {
     }
 }
 
-/// The instrumented build, served the bench; the merged profile's path.
-fn train(work: &Path, name: Option<&str>) -> Result<PathBuf> {
+/// The instrumented build, served the bench, its profiles merged with `profdata`; the merged
+/// profile's path.
+fn train(work: &Path, name: Option<&str>, profdata: &Path) -> Result<PathBuf> {
     let raw = emptied(&work.join("raw"))?;
     let instrumented_dir = work.join("instrumented");
     let mut instrumented = cargo(&["build", "--release", "--locked", "-p", "capabilities"]);
@@ -160,7 +170,7 @@ fn train(work: &Path, name: Option<&str>) -> Result<PathBuf> {
     serve_bench(&instrumented_dir.join("release/capabilities"), "instrumented build")?;
     let raws = written(&raw, "profraw", "the instrumented build")?;
     let merged = work.join("capabilities.profdata");
-    let mut merge = Command::new(llvm_profdata()?);
+    let mut merge = Command::new(profdata);
     merge.arg("merge").arg("-o").arg(&merged).args(&raws);
     step("llvm-profdata merge", merge)?;
     Ok(merged)
