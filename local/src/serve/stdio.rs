@@ -8,7 +8,10 @@
 //! - Unix sockets (what Node clients spawn with: libuv's `'pipe'` is a socket pair, so Claude
 //!   Code and the TypeScript SDK client hand a server sockets): each read and write asks for
 //!   no wait itself (`MSG_DONTWAIT`) and waits for readiness on the runtime's reactor. The
-//!   descriptions' flags stay as they are, so a stderr that shares them still blocks.
+//!   descriptions' flags stay as they are, so a stderr that shares them still blocks. Output
+//!   is on the reactor only while a write waits for room: a socket wakes whoever watches it
+//!   for room each time the client reads from it, and that woke the server's thread on the
+//!   client's core after every answer.
 //! - Anything else (a terminal, a file): Tokio's blocking handles.
 
 use std::io;
@@ -28,12 +31,13 @@ pub type Output = Pin<Box<dyn AsyncWrite + Send>>;
 /// Standard input and output, each on the runtime's reactor when it can be. Must be called
 /// inside a runtime with I/O enabled.
 pub fn stdio() -> (Input, Output) {
-    let input = socket(io::stdin().as_fd().try_clone_to_owned(), Interest::READABLE);
-    let output = socket(io::stdout().as_fd().try_clone_to_owned(), Interest::WRITABLE);
+    let input =
+        socket(io::stdin().as_fd().try_clone_to_owned()).and_then(|fd| register(fd, Interest::READABLE));
+    let output = socket(io::stdout().as_fd().try_clone_to_owned()).map(SocketOutput::new);
     match (input, output) {
-        (Some(input), Some(output)) => (Box::pin(SocketHalf(input)), Box::pin(SocketHalf(output))),
+        (Some(input), Some(output)) => (Box::pin(SocketHalf(input)), Box::pin(output)),
         (Some(input), None) => (Box::pin(SocketHalf(input)), Box::pin(tokio::io::stdout())),
-        (None, Some(output)) => (Box::pin(tokio::io::stdin()), Box::pin(SocketHalf(output))),
+        (None, Some(output)) => (Box::pin(tokio::io::stdin()), Box::pin(output)),
         // Pipes, or a terminal or file: rmcp tells them apart.
         (None, None) => {
             let (input, output) = rmcp::transport::stdio_pipes();
@@ -42,18 +46,15 @@ pub fn stdio() -> (Input, Output) {
     }
 }
 
-/// `fd` on the reactor when it is a socket.
-fn socket(fd: io::Result<OwnedFd>, interest: Interest) -> Option<AsyncFd<OwnedFd>> {
+/// `fd` when it is a socket.
+fn socket(fd: io::Result<OwnedFd>) -> Option<OwnedFd> {
     let fd = fd.ok()?;
     let is_socket = fd
         .try_clone()
         .map(std::fs::File::from)
         .and_then(|file| file.metadata())
         .is_ok_and(|meta| meta.file_type().is_socket());
-    if !is_socket {
-        return None;
-    }
-    register(fd, interest)
+    is_socket.then_some(fd)
 }
 
 #[expect(unsafe_code, reason = "registering a descriptor with the reactor; see the SAFETY note")]
@@ -64,7 +65,8 @@ fn register(fd: OwnedFd, interest: Interest) -> Option<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, interest) }.ok()
 }
 
-/// One direction of a socket, each call made without waiting and the wait left to the reactor.
+/// The reading side of a socket, each read made without waiting and the wait left to the
+/// reactor.
 struct SocketHalf(AsyncFd<OwnedFd>);
 
 impl AsyncRead for SocketHalf {
@@ -85,13 +87,50 @@ impl AsyncRead for SocketHalf {
     }
 }
 
-impl AsyncWrite for SocketHalf {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+/// The writing side of a socket: each write made without waiting, and the socket put on the
+/// reactor only when one finds no room, until a write goes through again. Writes may come from
+/// a run thread outside the runtime, so the reactor is named here.
+struct SocketOutput {
+    fd: OwnedFd,
+    watch: Option<AsyncFd<OwnedFd>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl SocketOutput {
+    /// Must be called inside a runtime with I/O enabled.
+    fn new(fd: OwnedFd) -> SocketOutput {
+        SocketOutput { fd, watch: None, runtime: tokio::runtime::Handle::current() }
+    }
+
+    fn send(fd: &OwnedFd, bytes: &[u8]) -> io::Result<usize> {
+        Ok(send(fd.as_raw_fd(), bytes, MsgFlags::MSG_DONTWAIT)?)
+    }
+}
+
+impl AsyncWrite for SocketOutput {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
         loop {
-            let mut ready = ready!(self.0.poll_write_ready(cx))?;
-            match ready.try_io(|fd| Ok(send(fd.as_raw_fd(), bytes, MsgFlags::MSG_DONTWAIT)?)) {
-                Ok(written) => return Poll::Ready(written),
-                Err(_would_block) => {}
+            let Some(watch) = &this.watch else {
+                match SocketOutput::send(&this.fd, bytes) {
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                    written => return Poll::Ready(written),
+                }
+                // No room: wait for some on the reactor. Room made before the registration is
+                // reported by it, so no wake-up is lost in between.
+                let fd = this.fd.try_clone()?;
+                let _entered = this.runtime.enter();
+                let watch = register(fd, Interest::WRITABLE)
+                    .ok_or_else(|| io::Error::other("stdout cannot be watched"))?;
+                this.watch = Some(watch);
+                continue;
+            };
+            let mut ready = ready!(watch.poll_write_ready(cx))?;
+            if let Ok(written) = ready.try_io(|fd| SocketOutput::send(fd.get_ref(), bytes)) {
+                drop(ready);
+                // Through again: off the reactor, so the client's reads wake nobody.
+                this.watch = None;
+                return Poll::Ready(written);
             }
         }
     }
@@ -120,9 +159,10 @@ mod tests {
     #[tokio::test]
     async fn a_blocking_socket_is_read_and_written_on_the_reactor() {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let reader = socket(ours.as_fd().try_clone_to_owned(), Interest::READABLE).unwrap();
-        let writer = socket(ours.as_fd().try_clone_to_owned(), Interest::WRITABLE).unwrap();
-        let (mut reader, mut writer) = (SocketHalf(reader), SocketHalf(writer));
+        let reader =
+            register(socket(ours.as_fd().try_clone_to_owned()).unwrap(), Interest::READABLE).unwrap();
+        let writer = SocketOutput::new(socket(ours.as_fd().try_clone_to_owned()).unwrap());
+        let (mut reader, mut writer) = (SocketHalf(reader), writer);
         let peer = std::thread::spawn(move || {
             use std::io::{Read, Write};
             let mut theirs = theirs;
@@ -140,11 +180,29 @@ mod tests {
         assert_eq!(flags & nix::libc::O_NONBLOCK, 0, "the description's flags are unchanged");
     }
 
+    /// A write that finds no room waits on the reactor until the client reads, goes through
+    /// whole, and leaves the output off the reactor again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_full_socket_is_waited_for_then_left_off_the_reactor() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let mut writer = SocketOutput::new(socket(ours.as_fd().try_clone_to_owned()).unwrap());
+        let message = vec![b'x'; 4 * 1024 * 1024];
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            // Let the writer fill the socket first.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let mut got = Vec::new();
+            (&theirs).take(4 * 1024 * 1024).read_to_end(&mut got).unwrap();
+            got.len()
+        });
+        writer.write_all(&message).await.unwrap();
+        assert!(writer.watch.is_none(), "off the reactor once a write went through");
+        assert_eq!(reader.join().unwrap(), message.len());
+    }
+
     #[test]
     fn a_file_is_not_taken_for_a_socket() {
         let file = tempfile::tempfile().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
-        let _entered = runtime.enter();
-        assert!(socket(Ok(OwnedFd::from(file)), Interest::READABLE).is_none());
+        assert!(socket(Ok(OwnedFd::from(file))).is_none());
     }
 }

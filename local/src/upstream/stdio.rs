@@ -277,7 +277,7 @@ async fn pump_stdin(mut from_client: DuplexStream, stdin: SharedStdin) {
 /// answers to the lane's calls go to the lane instead (see `stdout.rs`). Lines that are not
 /// JSON are noted and dropped.
 async fn pump_stdout(stdout: Arc<Stdout>, mut to_client: DuplexStream, tap: RawTap, lane: Lane) {
-    if let Ok(watch) = stdout.watch() {
+    if let Ok(watch) = stdout.pump_watch() {
         while let Some(line) = stdout.next_for_client(&watch).await {
             tap.observe(&line.message);
             let sent = async {

@@ -6,6 +6,12 @@
 //! writes it. Otherwise the pump's thread would wake, read the answer and wake the run thread in
 //! turn, one wake-up more on every call (about 40 µs on this project's two-core machines).
 //!
+//! The pump waits on stdout through an epoll instance of the hub's own (the gate), itself on the
+//! pump's reactor. A run thread that takes the reading turns stdout off in the gate, so the
+//! server's answer wakes that thread alone: otherwise the pump's thread woke too, often on the
+//! other core, which the server paid for inside its write (about 30 µs a call here). Giving
+//! the reading back turns stdout on again, and bytes already waiting then wake the pump.
+//!
 //! One reader at a time, under one lock. Whoever reads splits the bytes into lines and sends each
 //! whole line on at once: an answer to a lane call goes to that call's slot; anything else
 //! (rmcp's own answers, the server's requests and notifications) goes to a queue that only the
@@ -17,6 +23,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -51,10 +59,15 @@ pub(super) struct Stdout {
     /// The pipe's read end, non-blocking. Each waiter registers a duplicate with its own
     /// runtime; reads go through this one.
     fd: OwnedFd,
+    /// The pump's view of `fd`: stdout is in it while no run thread reads.
+    gate: Epoll,
     reading: Mutex<Reading>,
     for_client: Mutex<VecDeque<ForClient>>,
     /// Set while a run thread reads.
     taken: AtomicBool,
+    /// Set once stdout has ended or failed; the same as `Reading::ended`, readable without the
+    /// lock a reader holds.
+    ended: AtomicBool,
     /// Wakes the pump: a run thread stopped reading, or queued lines for the client.
     pump: Notify,
     waiting: Arc<Waiting>,
@@ -65,6 +78,9 @@ pub(super) struct Stdout {
     /// Times a run thread giving the reading back woke the pump.
     #[cfg(test)]
     pump_told: std::sync::atomic::AtomicUsize,
+    /// Times stdout's readiness woke the pump while a run thread read.
+    #[cfg(test)]
+    pump_woken_taken: std::sync::atomic::AtomicUsize,
 }
 
 /// Bytes read and not yet a whole line.
@@ -101,13 +117,17 @@ impl Stdout {
         let flags = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL)?;
         let flags = nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK;
         nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(flags))?;
+        let gate = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
+        gate.add(&fd, EpollEvent::new(EpollFlags::EPOLLIN, 0))?;
         let reading =
             Reading { partial: Vec::new(), too_long: false, ended: false, buffer: vec![0; 64 * 1024] };
         Ok(Stdout {
             fd,
+            gate,
             reading: Mutex::new(reading),
             for_client: Mutex::new(VecDeque::new()),
             taken: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             pump: Notify::new(),
             waiting,
             noise,
@@ -115,19 +135,38 @@ impl Stdout {
             read_by_waiter: std::sync::atomic::AtomicUsize::new(0),
             #[cfg(test)]
             pump_told: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            pump_woken_taken: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
-    /// Readiness of stdout on the current runtime: a duplicate of the read end, registered
-    /// with its reactor.
-    #[expect(unsafe_code, reason = "registering a descriptor with the reactor; see the SAFETY note")]
-    pub(super) fn watch(&self) -> io::Result<AsyncFd<OwnedFd>> {
-        let fd = self.fd.as_fd().try_clone_to_owned()?;
-        // SAFETY: the `AsyncFd` owns `fd`, a duplicate this process just made, so it stays open
-        // and names the same pipe until the `AsyncFd` is dropped, and `OwnedFd::as_raw_fd`
-        // always returns that descriptor.
-        unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
-            .map_err(|error| error.into_parts().1)
+    /// Readiness of stdout on the current runtime, for a run thread: a duplicate of the read
+    /// end, registered with its reactor.
+    fn watch(&self) -> io::Result<AsyncFd<OwnedFd>> {
+        register(self.fd.as_fd().try_clone_to_owned()?)
+    }
+
+    /// Readiness of the gate on the current runtime, for the pump: stdout's while no run thread
+    /// reads it.
+    pub(super) fn pump_watch(&self) -> io::Result<AsyncFd<OwnedFd>> {
+        register(self.gate.0.as_fd().try_clone_to_owned()?)
+    }
+
+    /// Turns stdout on or off in the gate. Modifying an entry allocates nothing, so it fails
+    /// only on a descriptor that is not what it should be; then the pump is told to look, as
+    /// when the gate did not exist.
+    fn gate(&self, open: bool) {
+        let flags = if open { EpollFlags::EPOLLIN } else { EpollFlags::empty() };
+        if self.gate.modify(&self.fd, &mut EpollEvent::new(flags, 0)).is_err() {
+            self.pump.notify_one();
+        }
+    }
+
+    /// Takes back what the gate says is ready, once stdout is read dry, so it wakes the pump
+    /// again only for bytes that come after.
+    fn drain_gate(&self) {
+        let mut events = [EpollEvent::empty()];
+        let _ = self.gate.wait(&mut events, EpollTimeout::ZERO);
     }
 
     /// Reads what stdout holds, up to a batch, and sends each whole line on.
@@ -145,6 +184,7 @@ impl Stdout {
             match nix::unistd::read(&self.fd, buffer) {
                 Ok(0) => {
                     reading.ended = true;
+                    self.ended.store(true, Ordering::Release);
                     let Reading { partial, too_long, .. } = &mut *reading;
                     if *too_long {
                         self.send_on(Whole::TooLong);
@@ -163,6 +203,7 @@ impl Stdout {
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(_) => {
                     reading.ended = true;
+                    self.ended.store(true, Ordering::Release);
                     break Read::Ended;
                 }
             }
@@ -200,27 +241,32 @@ impl Stdout {
     }
 
     /// The pump's side: the next line for the rmcp client, read as needed; `None` once stdout
-    /// has ended and every line is forwarded. `watch` is stdout's readiness on the pump's
-    /// runtime ([`Stdout::watch`]).
+    /// has ended and every line is forwarded. `watch` is the gate's readiness on the pump's
+    /// runtime ([`Stdout::pump_watch`]).
     pub(super) async fn next_for_client(&self, watch: &AsyncFd<OwnedFd>) -> Option<ForClient> {
         loop {
             if let Some(line) = lock(&self.for_client).pop_front() {
                 return Some(line);
             }
-            if lock(&self.reading).ended {
+            // Without the reading lock, which a run thread may hold while it reads.
+            if self.ended.load(Ordering::Acquire) {
                 // A reader may have queued lines after the end was seen.
                 return lock(&self.for_client).pop_front();
             }
             tokio::select! {
                 ready = watch.readable() => {
                     let Ok(mut ready) = ready else { return None };
-                    // A run thread reads: it has this readiness too, and tells the pump when it
-                    // stops.
+                    // A run thread took the reading after this readiness came: it reads, and
+                    // tells the pump when it stops.
                     if self.taken.load(Ordering::Acquire) {
+                        #[cfg(test)]
+                        self.pump_woken_taken.fetch_add(1, Ordering::Relaxed);
+                        self.drain_gate();
                         ready.clear_ready();
                         continue;
                     }
                     if self.read() == Read::Drained {
+                        self.drain_gate();
                         ready.clear_ready();
                     }
                 }
@@ -252,11 +298,11 @@ struct Taken<'a>(&'a Stdout);
 
 impl<'a> Taken<'a> {
     fn take(stdout: &'a Stdout) -> Option<Taken<'a>> {
-        stdout
-            .taken
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-            .then_some(Taken(stdout))
+        let taken = stdout.taken.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if taken {
+            stdout.gate(false);
+        }
+        taken.then_some(Taken(stdout))
     }
 
     /// Reads until `answered` holds the answer; `None` to leave the reading to the pump
@@ -295,20 +341,30 @@ impl<'a> Taken<'a> {
 }
 
 impl Drop for Taken<'_> {
-    /// Gives the reading back. Lines may have come since this thread last read, and the pump,
-    /// woken for them while this thread read, let them be: this thread reads once more, so the
-    /// pump is woken only when something is left for it (lines for the client, more to read,
-    /// or the end), not after every call.
+    /// Gives the reading back. Lines may have come since this thread last read: this thread
+    /// reads once more, so the pump is woken only when something is left for it (lines for the
+    /// client, more to read, or the end), not after every call. Bytes that come after that
+    /// read wake the pump through the gate, open again.
     fn drop(&mut self) {
         let stdout = self.0;
         stdout.taken.store(false, Ordering::Release);
         let read = stdout.read();
+        stdout.gate(true);
         if read != Read::Drained || !lock(&stdout.for_client).is_empty() {
             #[cfg(test)]
             stdout.pump_told.fetch_add(1, Ordering::Relaxed);
             stdout.pump.notify_one();
         }
     }
+}
+
+/// `fd` on the current runtime's reactor, for reading.
+#[expect(unsafe_code, reason = "registering a descriptor with the reactor; see the SAFETY note")]
+fn register(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: the `AsyncFd` owns `fd`, a duplicate this process just made, so it stays open and
+    // names the same pipe or epoll instance until the `AsyncFd` is dropped, and
+    // `OwnedFd::as_raw_fd` always returns that descriptor.
+    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(|error| error.into_parts().1)
 }
 
 /// Appends `bytes` to the line in `partial` and calls `each` for every line they complete, its
@@ -408,7 +464,7 @@ mod tests {
         let (forward, forwarded) = std::sync::mpsc::channel();
         let (pumped, closing) = (Arc::clone(&stdout), Arc::clone(&waiting));
         pumps.spawn(async move {
-            let watch = pumped.watch().unwrap();
+            let watch = pumped.pump_watch().unwrap();
             while let Some(line) = pumped.next_for_client(&watch).await {
                 assert_eq!(serde_json::from_slice::<Value>(&line.text).unwrap(), line.message);
                 forward.send(line.message).unwrap();
@@ -469,6 +525,11 @@ mod tests {
         assert_eq!(answer["id"], "lane-0");
         assert_eq!(server.stdout.read_by_waiter.load(Ordering::Relaxed), 1);
         assert_eq!(server.stdout.pump_told.load(Ordering::Relaxed), 0, "nothing was left for the pump");
+        assert_eq!(
+            server.stdout.pump_woken_taken.load(Ordering::Relaxed),
+            0,
+            "the answer, written while the run thread read, did not wake the pump"
+        );
         server.writes.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n").unwrap();
         assert_eq!(server.forwarded.recv_timeout(Duration::from_secs(5)).unwrap()["id"], 9);
     }
