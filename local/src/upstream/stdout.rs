@@ -23,10 +23,9 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use std::sync::{Arc, Mutex};
 
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use serde_json::Value;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -65,8 +64,8 @@ pub(super) struct Stdout {
     for_client: Mutex<VecDeque<ForClient>>,
     /// Set while a run thread reads.
     taken: AtomicBool,
-    /// Set once stdout has ended or failed; the same as `Reading::ended`, readable without the
-    /// lock a reader holds.
+    /// Set once stdout has ended or failed, by the reader holding `reading`; the pump looks
+    /// without that lock.
     ended: AtomicBool,
     /// Wakes the pump: a run thread stopped reading, or queued lines for the client.
     pump: Notify,
@@ -88,7 +87,6 @@ struct Reading {
     partial: Vec<u8>,
     /// Inside a line longer than [`MAX_LINE`], dropped up to its newline.
     too_long: bool,
-    ended: bool,
     buffer: Vec<u8>,
 }
 
@@ -119,8 +117,7 @@ impl Stdout {
         nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(flags))?;
         let gate = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         gate.add(&fd, EpollEvent::new(EpollFlags::EPOLLIN, 0))?;
-        let reading =
-            Reading { partial: Vec::new(), too_long: false, ended: false, buffer: vec![0; 64 * 1024] };
+        let reading = Reading { partial: Vec::new(), too_long: false, buffer: vec![0; 64 * 1024] };
         Ok(Stdout {
             fd,
             gate,
@@ -172,7 +169,7 @@ impl Stdout {
     /// Reads what stdout holds, up to a batch, and sends each whole line on.
     fn read(&self) -> Read {
         let mut reading = lock(&self.reading);
-        if reading.ended {
+        if self.ended.load(Ordering::Acquire) {
             return Read::Ended;
         }
         let mut read = 0;
@@ -183,7 +180,6 @@ impl Stdout {
             let Reading { buffer, .. } = &mut *reading;
             match nix::unistd::read(&self.fd, buffer) {
                 Ok(0) => {
-                    reading.ended = true;
                     self.ended.store(true, Ordering::Release);
                     let Reading { partial, too_long, .. } = &mut *reading;
                     if *too_long {
@@ -202,7 +198,6 @@ impl Stdout {
                 Err(nix::errno::Errno::EAGAIN) => break Read::Drained,
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(_) => {
-                    reading.ended = true;
                     self.ended.store(true, Ordering::Release);
                     break Read::Ended;
                 }
